@@ -1,0 +1,29 @@
+"""ember: composable function transforms for NumPy-style arrays, in the style of JAX.
+
+>>> import ember, ember.numpy as enp
+>>> (enp.arange(3.0) * 2).tolist()
+[0.0, 2.0, 4.0]
+"""
+
+from ember import errors, tree
+from ember.config import config
+from ember.core import primitives as _primitives  # noqa: F401  (registers the primitive set)
+from ember.core.array import Array, Device
+from ember import lax, numpy  # noqa: E402
+
+__version__ = "0.1.0"
+
+
+def devices(platform: str | None = None) -> list[Device]:
+    """The devices ember can place arrays on (the CPU; CUDA once its backend is present).
+
+    >>> ember.devices()
+    [cpu:0]
+    """
+    from ember.core.array import CPU
+
+    found = [CPU]
+    return [d for d in found if platform is None or d.platform == platform]
+
+
+__all__ = ["Array", "Device", "config", "devices", "errors", "lax", "numpy", "tree", "__version__"]

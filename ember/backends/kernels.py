@@ -1,0 +1,443 @@
+"""Kernels for every primitive, written once against an array module `xp`.
+
+`make_kernels(xp)` returns ``{primitive name: kernel}``. Kernels receive
+backend buffers positionally and the primitive's static parameters by
+keyword, and may assume the shape/dtype rule has already accepted the
+operands. They return a buffer (or a scalar the core converts) whose dtype is
+the rule's result dtype; where NumPy's own promotion would differ from JAX's
+the kernel says so explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ember.backends import special
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_UNSIGNED_OF = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_SIGNED_OF = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def make_kernels(xp: ModuleType) -> dict[str, Any]:
+    """The shared kernel table for array module `xp` (NumPy or CuPy)."""
+    k: dict[str, Any] = {}
+    k.update(_elementwise(xp))
+    k.update(_bitwise(xp))
+    k.update(_special(xp))
+    k.update(_structural(xp))
+    k.update(_reductions(xp))
+    k["dot_general"] = lambda lhs, rhs, **p: dot_general(xp, lhs, rhs, **p)
+    return k
+
+
+# --- elementwise -----------------------------------------------------------------------
+
+
+def _elementwise(xp: ModuleType) -> dict[str, Any]:
+    def div(x, y):
+        if x.dtype.kind in "iu":
+            return _int_div(xp, x, y)
+        return xp.true_divide(x, y)
+
+    def rem(x, y):
+        if x.dtype.kind in "iu":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return xp.fmod(x, y)
+        return xp.fmod(x, y)
+
+    def logistic(x):
+        # 1 / (1 + exp(-x)) without overflow: exp only of non-positive numbers.
+        if x.dtype.kind == "c":
+            return 1 / (1 + xp.exp(-x))
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+    def round_(x, *, rounding_method=0):
+        if rounding_method == 1:
+            return xp.rint(x)
+        t = xp.trunc(x)
+        return xp.where(xp.abs(x - t) >= 0.5, t + xp.sign(x), t).astype(x.dtype)
+
+    def integer_pow(x, *, y):
+        if y == 0:
+            return xp.ones_like(x)
+        if x.dtype.kind in "iu" or y < 0:
+            return _repeated_squaring(xp, x, y)
+        return xp.power(x, xp.asarray(y, dtype=x.dtype))
+
+    def complex_(x, y):
+        x, y = xp.broadcast_arrays(x, y)
+        out = xp.empty(x.shape, dtype=np.result_type(x.dtype, np.complex64))
+        out.real = x
+        out.imag = y
+        return out
+
+    def sign(x):
+        if x.dtype.kind == "u":
+            return (x != 0).astype(x.dtype)
+        return xp.sign(x)
+
+    def select_n(which, *cases):
+        if len(cases) == 1:
+            return cases[0]
+        if which.dtype == np.bool_:
+            return xp.where(which, cases[1], cases[0])
+        out = cases[0]
+        for i, case in enumerate(cases[1:], start=1):
+            out = xp.where(which == i, case, out)
+        return out
+
+    def clamp(lo, x, hi):
+        return xp.minimum(xp.maximum(x, lo), hi)
+
+    return {
+        "neg": xp.negative,
+        "sign": sign,
+        "floor": xp.floor,
+        "ceil": xp.ceil,
+        "round": round_,
+        "is_finite": xp.isfinite,
+        "exp": xp.exp,
+        "exp2": xp.exp2,
+        "log": xp.log,
+        "log1p": xp.log1p,
+        "expm1": xp.expm1,
+        "tanh": xp.tanh,
+        "logistic": logistic,
+        "sin": xp.sin,
+        "cos": xp.cos,
+        "tan": xp.tan,
+        "asin": xp.arcsin,
+        "acos": xp.arccos,
+        "atan": xp.arctan,
+        "sinh": xp.sinh,
+        "cosh": xp.cosh,
+        "asinh": xp.arcsinh,
+        "acosh": xp.arccosh,
+        "atanh": xp.arctanh,
+        "sqrt": xp.sqrt,
+        "rsqrt": lambda x: 1 / xp.sqrt(x),
+        "cbrt": xp.cbrt,
+        "square": xp.square,
+        "abs": xp.abs,
+        "real": xp.real,
+        "imag": xp.imag,
+        "conj": xp.conj,
+        "add": xp.add,
+        "sub": xp.subtract,
+        "mul": xp.multiply,
+        "div": div,
+        "rem": rem,
+        "pow": xp.power,
+        "max": xp.maximum,
+        "min": xp.minimum,
+        "atan2": xp.arctan2,
+        "nextafter": xp.nextafter,
+        "complex": complex_,
+        "integer_pow": integer_pow,
+        "select_n": select_n,
+        "clamp": clamp,
+        "convert_element_type": lambda x, *, new_dtype, weak_type=False: convert(xp, x, new_dtype),
+        "bitcast_convert_type": lambda x, *, new_dtype: bitcast(xp, x, new_dtype),
+        "reduce_precision": lambda x, *, exponent_bits, mantissa_bits: special.reduce_precision(
+            xp, x, exponent_bits, mantissa_bits
+        ),
+        "copy": xp.copy,
+    }
+
+
+def _int_div(xp, x, y):
+    # C semantics (truncate toward zero), as lax.div; x / 0 gives 0 here.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = xp.floor_divide(x, y)
+        if x.dtype.kind == "i":
+            r = xp.remainder(x, y)
+            q = xp.where((r != 0) & ((x < 0) != (y < 0)), q + 1, q)
+    return q.astype(x.dtype, copy=False)
+
+
+def _repeated_squaring(xp, x, y):
+    # Exact for integers (wrapping like C), and the reciprocal for negative y.
+    base, n = x, abs(int(y))
+    acc = None
+    while n:
+        if n & 1:
+            acc = base if acc is None else acc * base
+        n >>= 1
+        if n:
+            base = base * base
+    return (1 / acc).astype(x.dtype) if y < 0 else acc
+
+
+def convert(xp, x, dtype):
+    """Cast like XLA's ConvertElementType: complex -> real keeps the real part, float -> bool is x != 0."""
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = xp.real(x)
+    if dtype == np.bool_:
+        return x != 0
+    if dtype.kind in "iu" and x.dtype.kind == "f" or x.dtype in _LOW_PRECISION and dtype.kind in "iu":
+        with np.errstate(invalid="ignore", over="ignore"):
+            return x.astype(dtype)
+    return x.astype(dtype)
+
+
+def bitcast(xp, x, dtype):
+    dtype = np.dtype(dtype)
+    old, new = x.dtype.itemsize, dtype.itemsize
+    x = xp.ascontiguousarray(x)
+    if old == new:
+        return x.view(dtype)
+    if old > new:
+        return x.view(dtype).reshape(*x.shape, old // new)
+    return x.view(dtype).reshape(x.shape[:-1])
+
+
+# --- bitwise and comparisons ----------------------------------------------------------------
+
+
+def _bitwise(xp: ModuleType) -> dict[str, Any]:
+    def bits(x):
+        return 8 * x.dtype.itemsize
+
+    def shift_left(x, y):
+        ok = (y >= 0) & (y < bits(x))
+        return xp.where(ok, xp.left_shift(x, xp.where(ok, y, 0)), 0).astype(x.dtype)
+
+    def shift_right_logical(x, y):
+        ok = (y >= 0) & (y < bits(x))
+        u = x.view(_UNSIGNED_OF[x.dtype.itemsize])
+        out = xp.right_shift(u, xp.where(ok, y, 0).astype(u.dtype))
+        return xp.where(ok, out, 0).astype(u.dtype).view(x.dtype)
+
+    def shift_right_arithmetic(x, y):
+        s = x.view(_SIGNED_OF[x.dtype.itemsize])
+        amount = xp.clip(xp.where(y < 0, bits(x) - 1, y), 0, bits(x) - 1).astype(s.dtype)
+        return xp.right_shift(s, amount).view(x.dtype)
+
+    def population_count(x):
+        u = x.view(_UNSIGNED_OF[x.dtype.itemsize])
+        return xp.bitwise_count(u).astype(x.dtype)
+
+    def clz(x):
+        # Binary search for the highest set bit over the unsigned bit pattern.
+        u = x.view(_UNSIGNED_OF[x.dtype.itemsize]).copy()
+        width = bits(x)
+        count = xp.zeros(x.shape, dtype=x.dtype)
+        step = width // 2
+        while step:
+            top_clear = (u >> (width - step)) == 0
+            count = count + xp.where(top_clear, step, 0).astype(x.dtype)
+            u = xp.where(top_clear, u << step, u)
+            step //= 2
+        return (count + ((u >> (width - 1)) == 0).astype(x.dtype)).astype(x.dtype)
+
+    def not_(x):
+        return xp.logical_not(x) if x.dtype == np.bool_ else xp.invert(x)
+
+    return {
+        "eq": xp.equal,
+        "ne": xp.not_equal,
+        "lt": xp.less,
+        "le": xp.less_equal,
+        "gt": xp.greater,
+        "ge": xp.greater_equal,
+        "not": not_,
+        "and": xp.bitwise_and,
+        "or": xp.bitwise_or,
+        "xor": xp.bitwise_xor,
+        "shift_left": shift_left,
+        "shift_right_logical": shift_right_logical,
+        "shift_right_arithmetic": shift_right_arithmetic,
+        "population_count": population_count,
+        "clz": clz,
+    }
+
+
+# --- special functions (see ember.backends.special) ------------------------------------
+
+
+def _special(xp: ModuleType) -> dict[str, Any]:
+    return {
+        "erf": lambda x: special.erf(xp, x),
+        "erfc": lambda x: special.erfc(xp, x),
+        "erf_inv": lambda x: special.erf_inv(xp, x),
+        "lgamma": lambda x: special.lgamma(xp, x),
+        "digamma": lambda x: special.digamma(xp, x),
+        "polygamma": lambda m, x: special.polygamma(xp, m, x),
+        "zeta": lambda s, q: special.zeta(xp, s, q),
+        "igamma": lambda a, x: special.igamma(xp, a, x),
+        "igammac": lambda a, x: special.igammac(xp, a, x),
+    }
+
+
+# --- structural --------------------------------------------------------------------------
+
+
+def _structural(xp: ModuleType) -> dict[str, Any]:
+    def iota(*, dtype, shape, dimension):
+        line = xp.arange(shape[dimension], dtype=dtype)
+        view = [1] * len(shape)
+        view[dimension] = shape[dimension]
+        return xp.broadcast_to(line.reshape(view), shape)
+
+    def broadcast_in_dim(x, *, shape, broadcast_dimensions):
+        view = [1] * len(shape)
+        for size, d in zip(x.shape, broadcast_dimensions):
+            view[d] = size
+        return xp.broadcast_to(x.reshape(view), shape)
+
+    def reshape(x, *, new_sizes, dimensions=None):
+        if dimensions is not None:
+            x = xp.transpose(x, dimensions)
+        return xp.reshape(x, new_sizes)
+
+    def pad(x, value, *, padding_config):
+        return pad_kernel(xp, x, value, padding_config)
+
+    def slice_(x, *, start_indices, limit_indices, strides=None):
+        strides = strides or (1,) * x.ndim
+        return x[tuple(slice(lo, hi, st) for lo, hi, st in zip(start_indices, limit_indices, strides))]
+
+    return {
+        "iota": iota,
+        "broadcast_in_dim": broadcast_in_dim,
+        "reshape": reshape,
+        "transpose": lambda x, *, permutation: xp.transpose(x, permutation),
+        "squeeze": lambda x, *, dimensions: xp.squeeze(x, axis=tuple(dimensions)) if dimensions else x,
+        "expand_dims": lambda x, *, dimensions: xp.expand_dims(x, tuple(dimensions)) if dimensions else x,
+        "rev": lambda x, *, dimensions: xp.flip(x, tuple(dimensions)) if dimensions else x,
+        "concatenate": lambda *xs, dimension: xp.concatenate(xs, axis=dimension),
+        "pad": pad,
+        "slice": slice_,
+    }
+
+
+def pad_kernel(xp, x, value, config):
+    """lax.pad: interior padding first, then low/high edges (negative ones crop)."""
+    if any(interior for _, _, interior in config):
+        shape = [n + max(n - 1, 0) * i for n, (_, _, i) in zip(x.shape, config)]
+        spread = xp.full(shape, value, dtype=x.dtype)
+        spread[tuple(slice(None, None, i + 1) for _, _, i in config)] = x
+        x = spread
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi, _) in zip(x.shape, config))
+    x = x[crop]
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in config]
+    if any(lo or hi for lo, hi in widths):
+        out = xp.full([n + lo + hi for n, (lo, hi) in zip(x.shape, widths)], value, dtype=x.dtype)
+        out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
+        x = out
+    return x
+
+
+# --- reductions --------------------------------------------------------------------------
+
+
+def _reductions(xp: ModuleType) -> dict[str, Any]:
+    def accumulating(fn):
+        # float16/bfloat16 accumulate in float32, as XLA does, then round once.
+        def kernel(x, *, axes):
+            if x.dtype in _LOW_PRECISION:
+                return fn(x.astype(np.float32), axis=tuple(axes)).astype(x.dtype)
+            return fn(x, axis=tuple(axes), dtype=x.dtype)
+
+        return kernel
+
+    def extremum(fn, identity_of):
+        def kernel(x, *, axes):
+            axes = tuple(axes)
+            if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+                shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+                return xp.full(shape, identity_of(x.dtype), dtype=x.dtype)
+            return fn(x, axis=axes)
+
+        return kernel
+
+    def arg_extremum(fn):
+        def kernel(x, *, axes, index_dtype):
+            return fn(x, axis=axes[0]).astype(index_dtype)
+
+        return kernel
+
+    def logical(fn):
+        def kernel(x, *, axes):
+            if x.dtype == np.bool_:
+                return fn(x, axis=tuple(axes))
+            ufunc = xp.bitwise_and if fn is xp.all else xp.bitwise_or
+            return ufunc.reduce(x, axis=tuple(axes)) if x.size else _empty_logical(xp, x, axes, fn)
+
+        return kernel
+
+    return {
+        "reduce_sum": accumulating(xp.sum),
+        "reduce_prod": accumulating(xp.prod),
+        "reduce_max": extremum(xp.max, _lowest),
+        "reduce_min": extremum(xp.min, _highest),
+        "reduce_and": logical(xp.all),
+        "reduce_or": logical(xp.any),
+        "argmax": arg_extremum(xp.argmax),
+        "argmin": arg_extremum(xp.argmin),
+    }
+
+
+def _empty_logical(xp, x, axes, fn):
+    shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+    return xp.full(shape, -1 if fn is xp.all else 0, dtype=x.dtype)
+
+
+def _lowest(dtype):
+    if dtype == np.bool_:
+        return False
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype):
+    if dtype == np.bool_:
+        return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+# --- contraction -----------------------------------------------------------------------------
+
+
+def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    """Contract by moving axes to (batch, free, contract) and calling one matmul."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    compute = out_dtype
+    if out_dtype in _LOW_PRECISION:
+        compute = np.dtype(np.float32)
+    elif out_dtype == np.bool_:
+        compute = np.dtype(np.int32)
+    lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
+    if not lb and len(lc) == 1 and lc[0] == lhs.ndim - 1 and rc == (0,) and rhs.ndim <= 2:
+        out = xp.dot(lhs, rhs)  # the plain matrix/vector product: no relayout needed
+    else:
+        out = _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb)
+    if out_dtype == np.bool_:
+        return out != 0
+    return out.astype(out_dtype, copy=False)
+
+
+def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb):
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    batch = [lhs.shape[i] for i in lb]
+    lfree = [lhs.shape[i] for i in lf]
+    rfree = [rhs.shape[i] for i in rf]
+    k = math.prod(lhs.shape[i] for i in lc)
+    a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(math.prod(batch), math.prod(lfree), k)
+    c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(math.prod(batch), k, math.prod(rfree))
+    return xp.matmul(a, c).reshape(tuple(batch + lfree + rfree))

@@ -1,0 +1,87 @@
+"""ember's configuration: the only mutable global state in ember.
+
+>>> import ember
+>>> ember.config.enable_x64
+False
+>>> with ember.config.x64(True):
+...     ember.numpy.zeros(2, dtype="float64").dtype
+dtype('float64')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["Config", "config"]
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+class Config:
+    """Holds ember's options; read them as attributes, set them with `update`.
+
+    Options:
+      enable_x64: allow 64-bit dtypes (default False, or ``EMBER_ENABLE_X64``).
+        While off, 64-bit inputs are converted to their 32-bit counterparts.
+    """
+
+    _defaults: dict[str, Any] = {
+        "enable_x64": _env_flag("EMBER_ENABLE_X64", False),
+    }
+
+    def __init__(self) -> None:
+        # Options are plain instance attributes: reading one is on ember's hot paths.
+        self.__dict__.update(self._defaults)
+        self._listeners: list = []
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"ember.config has no option {name!r}; options: {sorted(self._defaults)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._defaults:
+            raise AttributeError(f"set ember.config options with ember.config.update({name!r}, value)")
+        super().__setattr__(name, value)
+
+    def update(self, name: str, value: Any) -> None:
+        """Set option `name` to `value`.
+
+        >>> ember.config.update("enable_x64", True)
+        >>> ember.config.update("enable_x64", False)
+        """
+        if name not in self._defaults:
+            raise AttributeError(f"ember.config has no option {name!r}; options: {sorted(self._defaults)}")
+        expected = type(self._defaults[name])
+        if not isinstance(value, expected):
+            raise TypeError(f"ember.config option {name!r} takes a {expected.__name__}, got {value!r}")
+        self.__dict__[name] = value
+        for listener in self._listeners:
+            listener(name, value)
+
+    def on_update(self, listener) -> None:
+        """Call ``listener(name, value)`` after every `update` (used by caches)."""
+        self._listeners.append(listener)
+
+    @contextlib.contextmanager
+    def x64(self, enabled: bool = True) -> Iterator[None]:
+        """Context manager that turns 64-bit mode on (or off) inside its block.
+
+        >>> with ember.config.x64(True):
+        ...     pass
+        """
+        previous = self.enable_x64
+        self.update("enable_x64", bool(enabled))
+        try:
+            yield
+        finally:
+            self.update("enable_x64", previous)
+
+
+config = Config()

@@ -1,0 +1,1 @@
+"""ember core: primitives, traces, arrays, dtypes, pytrees."""

@@ -1,0 +1,227 @@
+"""`ember.Array`: the one array type ember returns.
+
+A concrete Array wraps a backend buffer (a NumPy ndarray on the CPU) plus the
+weak-type flag of JAX's promotion rules. Tracers (the values transforms pass
+through a function) subclass Array, so ``isinstance(x, ember.Array)`` holds
+inside every transform. Operators and most methods are attached by
+`ember.numpy` at import, keeping the core free of the user-facing namespace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.errors import ConcretizationError, DTypeError
+
+__all__ = ["Array", "Device", "CPU", "wrap"]
+
+
+class Device:
+    """A place arrays live: ``cpu:0`` (NumPy) or, with the CUDA backend, ``cuda:N``."""
+
+    __slots__ = ("platform", "id")
+
+    def __init__(self, platform: str, id: int = 0):
+        self.platform = platform
+        self.id = id
+
+    def __repr__(self) -> str:
+        return f"{self.platform}:{self.id}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self) -> int:
+        return hash((self.platform, self.id))
+
+
+CPU = Device("cpu", 0)
+
+_new = object.__new__
+
+
+class Array:
+    """An immutable n-dimensional array (or, inside a transform, a tracer).
+
+    Create arrays with `ember.numpy` (``enp.asarray``, ``enp.zeros``, ...).
+
+    >>> import ember.numpy as enp
+    >>> x = enp.asarray([1.0, 2.0, 3.0])
+    >>> (x * 2).tolist()
+    [2.0, 4.0, 6.0]
+    """
+
+    __slots__ = ("_value", "_weak")
+    __array_priority__ = 100  # NumPy defers to our reflected operators
+
+    # --- metadata (tracers override these with their abstract value) ---------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return self._value.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self._weak
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self._value.shape, self._value.dtype, self._weak)
+
+    @property
+    def device(self) -> Device:
+        return CPU
+
+    def devices(self) -> set[Device]:
+        return {self.device}
+
+    def block_until_ready(self) -> Array:
+        return self
+
+    # --- conversion to Python / NumPy -----------------------------------------
+
+    def _concrete(self, what: str) -> np.ndarray:
+        return self._value
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self._concrete("numpy.asarray(x)")
+        if copy:
+            value = value.copy()
+        elif value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False  # ember arrays are immutable
+        return value if dtype is None else value.astype(dtype, copy=bool(copy))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        value = self._concrete("__dlpack__")
+        kwargs = {} if max_version is None else {"max_version": max_version}
+        if copy is not None:
+            kwargs["copy"] = copy
+        return value.__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._concrete("__dlpack_device__").__dlpack_device__()
+
+    def item(self, *index):
+        return self._concrete("x.item()").item(*index)
+
+    def tolist(self):
+        return self._concrete("x.tolist()").tolist()
+
+    def _scalar(self, kind, what: str):
+        value = self._concrete(what)
+        if value.size != 1:
+            raise DTypeError(f"{what} needs an array with one element, got shape {value.shape}; use x.tolist() or index first")
+        return kind(value.reshape(()).item())
+
+    def __bool__(self) -> bool:
+        return self._scalar(bool, "bool(x)")
+
+    def __int__(self) -> int:
+        return self._scalar(int, "int(x)")
+
+    def __float__(self) -> float:
+        return self._scalar(float, "float(x)")
+
+    def __complex__(self) -> complex:
+        return self._scalar(complex, "complex(x)")
+
+    def __index__(self) -> int:
+        if not dtypes.is_integer(self.dtype) and self.dtype != dtypes.bool_:
+            raise DTypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return self._scalar(int, "operator.index(x)")
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise DTypeError("len() of a 0-d array; use x.shape or x.item()")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise DTypeError("iteration over a 0-d array; use x.item()")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Array(")
+        weak = ", weak_type=True" if self._weak else ""
+        return f"Array({body}, dtype={self.dtype}{weak})"
+
+    def __str__(self) -> str:
+        return str(np.asarray(self._value))
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    __hash__ = None  # arrays are mutable-looking values in NumPy; like JAX, they are unhashable
+
+    def __setitem__(self, index, value):
+        raise TypeError(
+            "ember arrays are immutable: instead of x[idx] = y, use x = x.at[idx].set(y)"
+        )
+
+    def __reduce__(self):
+        return (_rebuild, (np.asarray(self._value), self._weak))
+
+
+def _rebuild(value: np.ndarray, weak: bool) -> Array:
+    return wrap(value, weak)
+
+
+def wrap(value, weak: bool = False) -> Array:
+    """Wrap a backend buffer (already of an ember dtype) as an Array without copying."""
+    out = _new(Array)
+    out._value = value
+    out._weak = weak
+    return out
+
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def from_host(x, op: str = "asarray") -> Array:
+    """Turn a host value (Python scalar, nested list, NumPy array, anything with
+    ``__array__``) into a concrete Array, copying it so that it is immutable.
+
+    Python scalars become weakly typed arrays of the default dtype; 64-bit
+    NumPy dtypes become 32-bit while x64 is off.
+    """
+    if isinstance(x, Array):
+        return x
+    if type(x) in _PY_SCALARS:
+        dtype = dtypes.python_scalar_dtype(x)
+        if type(x) is int:
+            dtypes.check_int_fits(x, dtype, op)
+        return wrap(np.asarray(x, dtype=dtype), type(x) is not bool)
+    try:
+        value = np.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise DTypeError(f"{op}: cannot convert {type(x).__name__} to an ember array ({err})") from None
+    if value.dtype not in _ALLOWED:
+        if value.dtype.kind in "OUSVMm":
+            raise DTypeError(
+                f"{op}: cannot convert {type(x).__name__} with NumPy dtype {value.dtype} to an ember array; "
+                "ember arrays hold bool, integer, floating or complex numbers"
+            )
+        value = value.astype(dtypes.to_dtype(value.dtype))
+    dtype = dtypes.canonicalize(value.dtype)
+    value = value.astype(dtype) if value is x or value.base is not None or dtype != value.dtype else value
+    return wrap(value, False)
+
+
+_ALLOWED = frozenset(dtypes.ALL)

@@ -1,0 +1,177 @@
+"""Primitives, the trace stack and `bind`.
+
+A primitive is a name plus rules (shape/dtype, jvp, transpose, batching), each
+registered in ``core/primitives/<family>.py``. `Primitive.bind` hands the
+primitive to the innermost active transform; with none active it runs the
+backend's kernel right away (eager mode) after the shape and dtype rule has
+checked the operands, so errors are ember's own.
+
+The trace stack is thread-local. Transforms push a `Trace` for their
+duration; values flowing through them are `Tracer`s, which are `ember.Array`s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ember.backends import cpu as _cpu
+from ember.core.abstract import ShapedArray
+from ember.core.array import Array, wrap
+
+__all__ = ["Primitive", "Trace", "Tracer", "PRIMITIVES", "new_trace", "trace_stack"]
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+class _TraceState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Trace] = []
+
+
+_state = _TraceState()
+
+
+def trace_stack() -> list[Trace]:
+    """The active transform traces of this thread, innermost last (empty in eager mode)."""
+    return _state.stack
+
+
+class Primitive:
+    """An operation the transforms understand, e.g. ``add`` or ``dot_general``.
+
+    Rules (set by the family module that defines the primitive):
+      abstract_eval(*avals, **params) -> ShapedArray (or a list when multiple_results)
+      jvp, transpose, batch: the transform rules, filled by the transform issues.
+    Kernels live in the backends, keyed by `name`.
+    """
+
+    __slots__ = ("name", "multiple_results", "abstract_eval", "jvp", "transpose", "batch", "_kernel")
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        if name in PRIMITIVES:
+            raise ValueError(f"a primitive named {name!r} already exists")
+        self.name = name
+        self.multiple_results = multiple_results
+        self.abstract_eval: Callable[..., Any] | None = None
+        self.jvp = None
+        self.transpose = None
+        self.batch = None
+        self._kernel = None
+        PRIMITIVES[name] = self
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Array, **params: Any):
+        """Apply the primitive to Arrays (positional) with static parameters (keywords)."""
+        stack = _state.stack
+        if not stack:
+            return self.eager(args, params)
+        trace = find_top_trace(args, stack)
+        if trace is None:
+            return self.eager(args, params)
+        tracers = [trace.full_raise(x) for x in args]
+        return trace.process_primitive(self, tracers, params)
+
+    def kernel(self) -> Callable[..., Any]:
+        """The CPU backend's kernel for this primitive (looked up once)."""
+        if self._kernel is None:
+            self._kernel = _cpu.kernel(self.name)
+        return self._kernel
+
+    def eager(self, args: Sequence[Array], params: dict[str, Any]):
+        """Check shapes and dtypes, run the kernel on concrete values, wrap the result."""
+        out_aval = self.abstract_eval(*[x.aval for x in args], **params)
+        out = (self._kernel or self.kernel())(*[x._value for x in args], **params)
+        if self.multiple_results:
+            return [_wrap_checked(o, a) for o, a in zip(out, out_aval, strict=True)]
+        return _wrap_checked(out, out_aval)
+
+
+def _wrap_checked(value, aval: ShapedArray) -> Array:
+    # Kernels may hand back NumPy scalars or another dtype (NumPy promotes
+    # differently from JAX); the abstract value is the contract.
+    if type(value) is not _cpu.ndarray or value.dtype != aval.dtype:
+        value = _cpu.xp.asarray(value, dtype=aval.dtype)
+    if value.shape != aval.shape:
+        raise AssertionError(f"internal error: kernel returned shape {value.shape}, the shape rule says {aval.shape}")
+    return wrap(value, aval.weak_type)
+
+
+# --- traces -------------------------------------------------------------------
+
+
+class Trace:
+    """One active transform. Subclasses implement `pure` and `process_primitive`."""
+
+    def __init__(self, level: int):
+        self.level = level
+
+    def pure(self, value: Array) -> Tracer:
+        raise NotImplementedError(f"{type(self).__name__} must define pure()")
+
+    def process_primitive(self, primitive: Primitive, tracers: list[Tracer], params: dict[str, Any]):
+        raise NotImplementedError(f"{type(self).__name__} must define process_primitive()")
+
+    def full_raise(self, value: Array) -> Tracer:
+        if isinstance(value, Tracer):
+            if value._trace is self:
+                return value
+            if value._trace.level < self.level:
+                return self.pure(value)
+            raise AssertionError(f"tracer from level {value._trace.level} met trace of level {self.level}")
+        return self.pure(value)
+
+
+class Tracer(Array):
+    """A value flowing through a transform: an Array whose data is the trace's business."""
+
+    __slots__ = ("_trace",)
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.aval.shape)
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+
+def find_top_trace(args: Sequence[Any], stack: list[Trace]) -> Trace | None:
+    """The innermost trace owning one of `args` (None when all are concrete)."""
+    top = None
+    for x in args:
+        if isinstance(x, Tracer) and (top is None or x._trace.level > top.level):
+            top = x._trace
+    return top
+
+
+@contextlib.contextmanager
+def new_trace(trace_type: type[Trace], *args: Any) -> Iterator[Trace]:
+    """Push a new trace of `trace_type` for the duration of the block."""
+    stack = _state.stack
+    trace = trace_type(len(stack) + 1, *args)
+    stack.append(trace)
+    try:
+        yield trace
+    finally:
+        stack.pop()

@@ -1,0 +1,200 @@
+"""Structural primitives: shapes, layouts, slicing, padding, iota.
+
+Parameters are static and already normalised (non-negative axes, tuples);
+the `ember.lax` wrappers accept the friendlier forms.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray, describe
+from ember.core.primitive import Primitive
+from ember.core.primitives._rules import check_axes, check_same_dtypes
+from ember.errors import InvalidArgumentError, ShapeError
+
+
+def _shape_param(op: str, shape) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise InvalidArgumentError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{op}: negative dimension in shape {shape}")
+    return shape
+
+
+# --- iota ------------------------------------------------------------------------------
+
+iota_p = Primitive("iota")
+
+
+def _iota_rule(*, dtype, shape, dimension) -> ShapedArray:
+    shape = _shape_param("iota", shape)
+    check_axes("iota", (dimension,), len(shape))
+    dtype = dtypes.to_dtype(dtype)
+    if dtype == dtypes.bool_:
+        raise InvalidArgumentError("iota: dtype bool is not countable; use an integer or float dtype")
+    return ShapedArray(shape, dtype, False)
+
+
+iota_p.abstract_eval = _iota_rule
+
+# --- broadcast_in_dim ----------------------------------------------------------------------
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+
+
+def _broadcast_in_dim_rule(x: ShapedArray, *, shape, broadcast_dimensions) -> ShapedArray:
+    shape = _shape_param("broadcast_in_dim", shape)
+    dims = tuple(broadcast_dimensions)
+    if len(dims) != x.ndim:
+        raise ShapeError(
+            f"broadcast_in_dim: operand {describe(x)} has rank {x.ndim} but broadcast_dimensions={dims} has {len(dims)} entries"
+        )
+    check_axes("broadcast_in_dim", dims, len(shape))
+    if any(b <= a for a, b in zip(dims, dims[1:])):
+        raise InvalidArgumentError(f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {dims}")
+    for size, d in zip(x.shape, dims):
+        if size not in (1, shape[d]):
+            raise ShapeError(
+                f"broadcast_in_dim: operand dimension of size {size} cannot broadcast to size {shape[d]} "
+                f"(operand {describe(x)}, target shape {shape}, broadcast_dimensions={dims})"
+            )
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_rule
+
+# --- reshape, transpose, squeeze, expand_dims, rev ------------------------------------------
+
+reshape_p = Primitive("reshape")
+
+
+def _reshape_rule(x: ShapedArray, *, new_sizes, dimensions=None) -> ShapedArray:
+    new_sizes = _shape_param("reshape", new_sizes)
+    if math.prod(new_sizes) != x.size:
+        raise ShapeError(
+            f"reshape: cannot reshape {describe(x)} ({x.size} elements) to {new_sizes} ({math.prod(new_sizes)} elements)"
+        )
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise InvalidArgumentError(f"reshape: dimensions={dimensions} is not a permutation of range({x.ndim})")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+reshape_p.abstract_eval = _reshape_rule
+
+transpose_p = Primitive("transpose")
+
+
+def _transpose_rule(x: ShapedArray, *, permutation) -> ShapedArray:
+    perm = tuple(permutation)
+    if sorted(perm) != list(range(x.ndim)):
+        raise InvalidArgumentError(f"transpose: permutation {perm} is not a permutation of the axes of {describe(x)}")
+    return ShapedArray(tuple(x.shape[p] for p in perm), x.dtype, x.weak_type)
+
+
+transpose_p.abstract_eval = _transpose_rule
+
+squeeze_p = Primitive("squeeze")
+
+
+def _squeeze_rule(x: ShapedArray, *, dimensions) -> ShapedArray:
+    dims = check_axes("squeeze", dimensions, x.ndim)
+    for d in dims:
+        if x.shape[d] != 1:
+            raise ShapeError(f"squeeze: dimension {d} of {describe(x)} has size {x.shape[d]}, not 1")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dims), x.dtype, x.weak_type)
+
+
+squeeze_p.abstract_eval = _squeeze_rule
+
+expand_dims_p = Primitive("expand_dims")
+
+
+def _expand_dims_rule(x: ShapedArray, *, dimensions) -> ShapedArray:
+    ndim = x.ndim + len(dimensions)
+    dims = check_axes("expand_dims", dimensions, ndim)
+    sizes = iter(x.shape)
+    return ShapedArray(tuple(1 if i in dims else next(sizes) for i in range(ndim)), x.dtype, x.weak_type)
+
+
+expand_dims_p.abstract_eval = _expand_dims_rule
+
+rev_p = Primitive("rev")
+
+
+def _rev_rule(x: ShapedArray, *, dimensions) -> ShapedArray:
+    check_axes("rev", dimensions, x.ndim)
+    return x
+
+
+rev_p.abstract_eval = _rev_rule
+
+# --- concatenate, pad, slice --------------------------------------------------------------------
+
+concatenate_p = Primitive("concatenate")
+
+
+def _concatenate_rule(*xs: ShapedArray, dimension: int) -> ShapedArray:
+    if not xs:
+        raise InvalidArgumentError("concatenate: needs at least one operand")
+    dtype = check_same_dtypes("concatenate", xs)
+    check_axes("concatenate", (dimension,), xs[0].ndim)
+    for x in xs[1:]:
+        if x.ndim != xs[0].ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension):
+            shown = ", ".join(describe(x) for x in xs)
+            raise ShapeError(f"concatenate: operands must match except along dimension {dimension}, got {shown}")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(tuple(shape), dtype, all(x.weak_type for x in xs))
+
+
+concatenate_p.abstract_eval = _concatenate_rule
+
+# pad(x, padding_value, padding_config): per dimension (low, high, interior); low/high may be negative (crop).
+pad_p = Primitive("pad")
+
+
+def _pad_rule(x: ShapedArray, padding_value: ShapedArray, *, padding_config) -> ShapedArray:
+    check_same_dtypes("pad", (x, padding_value))
+    if padding_value.shape != ():
+        raise ShapeError(f"pad: padding_value must be a scalar, got {describe(padding_value)}")
+    if len(padding_config) != x.ndim:
+        raise ShapeError(f"pad: padding_config has {len(padding_config)} entries for {describe(x)} of rank {x.ndim}")
+    shape = []
+    for size, (lo, hi, interior) in zip(x.shape, padding_config):
+        if interior < 0:
+            raise InvalidArgumentError(f"pad: interior padding must be >= 0, got {interior} in {padding_config}")
+        out = lo + hi + size + max(size - 1, 0) * interior
+        if out < 0:
+            raise ShapeError(f"pad: padding_config {padding_config} crops {describe(x)} to a negative size")
+        shape.append(out)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+pad_p.abstract_eval = _pad_rule
+
+slice_p = Primitive("slice")
+
+
+def _slice_rule(x: ShapedArray, *, start_indices, limit_indices, strides=None) -> ShapedArray:
+    strides = strides or (1,) * x.ndim
+    if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
+        raise ShapeError(
+            f"slice: start_indices {start_indices}, limit_indices {limit_indices} and strides {strides} "
+            f"must each have one entry per dimension of {describe(x)}"
+        )
+    shape = []
+    for size, lo, hi, step in zip(x.shape, start_indices, limit_indices, strides):
+        if not 0 <= lo <= hi <= size or step < 1:
+            raise InvalidArgumentError(
+                f"slice: start {start_indices}, limit {limit_indices}, strides {strides} out of bounds for {describe(x)} "
+                "(need 0 <= start <= limit <= size and stride >= 1)"
+            )
+        shape.append(-(-(hi - lo) // step))
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+slice_p.abstract_eval = _slice_rule

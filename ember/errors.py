@@ -1,0 +1,51 @@
+"""ember's exceptions.
+
+Every exception ember raises derives from :class:`EmberError`. Where NumPy
+would raise a ``TypeError`` or ``ValueError`` for the same mistake, ember's
+exception subclasses that built-in as well, so ``except TypeError`` keeps
+working for code ported from NumPy.
+
+Messages are written for the person reading them: they name the operation,
+the shapes and dtypes involved, and what to do instead.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmberError",
+    "ShapeError",
+    "DTypeError",
+    "InvalidArgumentError",
+    "EmberOverflowError",
+    "ConcretizationError",
+    "TracerLeakError",
+]
+
+
+class EmberError(Exception):
+    """Base class of every exception raised by ember."""
+
+
+class ShapeError(EmberError, ValueError):
+    """Operands have shapes an operation cannot accept (a ``ValueError``)."""
+
+
+class DTypeError(EmberError, TypeError):
+    """Operands have dtypes an operation cannot accept (a ``TypeError``)."""
+
+
+class EmberOverflowError(EmberError, OverflowError):
+    """A Python integer does not fit the dtype it must be converted to."""
+
+
+class ConcretizationError(EmberError, TypeError):
+    """A traced value was used where a concrete Python value is needed."""
+
+
+class TracerLeakError(EmberError, RuntimeError):
+    """A tracer escaped the transform that created it and was used later."""
+
+
+class InvalidArgumentError(EmberError, ValueError):
+    """An argument has an invalid value (an axis out of range, a bad spec)."""
+

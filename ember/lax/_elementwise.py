@@ -1,0 +1,210 @@
+"""lax's elementwise functions: thin wrappers that bind one primitive each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ember.core import dtypes
+from ember.core.array import Array
+from ember.core.primitives import bitwise as bw
+from ember.core.primitives import elementwise as ew
+from ember.core.primitives import special as sp
+from ember.lax._convert import convert, operands
+
+ArrayLike = Array | float | int | bool | complex
+
+# name: (primitive, what it computes, example operands)
+_UNARY = {
+    "neg": (ew.neg_p, "-x", "[1.0, -2.0]"),
+    "sign": (ew.sign_p, "the sign of x (-1, 0 or 1; x/|x| for complex)", "[-2.0, 0.0, 3.0]"),
+    "floor": (ew.floor_p, "the largest integer <= x", "[1.5, -1.5]"),
+    "ceil": (ew.ceil_p, "the smallest integer >= x", "[1.5, -1.5]"),
+    "is_finite": (ew.is_finite_p, "whether x is neither infinite nor NaN", "[1.0, float('inf')]"),
+    "exp": (ew.exp_p, "e**x", "[0.0, 1.0]"),
+    "exp2": (ew.exp2_p, "2**x", "[0.0, 3.0]"),
+    "log": (ew.log_p, "the natural logarithm", "[1.0, 2.0]"),
+    "log1p": (ew.log1p_p, "log(1 + x), accurate for small x", "[0.0, 1e-8]"),
+    "expm1": (ew.expm1_p, "exp(x) - 1, accurate for small x", "[0.0, 1e-8]"),
+    "tanh": (ew.tanh_p, "the hyperbolic tangent", "[0.0, 1.0]"),
+    "logistic": (ew.logistic_p, "1 / (1 + exp(-x)), the sigmoid", "[0.0, 2.0]"),
+    "sin": (ew.sin_p, "the sine", "[0.0, 1.0]"),
+    "cos": (ew.cos_p, "the cosine", "[0.0, 1.0]"),
+    "tan": (ew.tan_p, "the tangent", "[0.0, 1.0]"),
+    "asin": (ew.asin_p, "the inverse sine", "[0.0, 0.5]"),
+    "acos": (ew.acos_p, "the inverse cosine", "[0.0, 0.5]"),
+    "atan": (ew.atan_p, "the inverse tangent", "[0.0, 1.0]"),
+    "sinh": (ew.sinh_p, "the hyperbolic sine", "[0.0, 1.0]"),
+    "cosh": (ew.cosh_p, "the hyperbolic cosine", "[0.0, 1.0]"),
+    "asinh": (ew.asinh_p, "the inverse hyperbolic sine", "[0.0, 1.0]"),
+    "acosh": (ew.acosh_p, "the inverse hyperbolic cosine", "[1.0, 2.0]"),
+    "atanh": (ew.atanh_p, "the inverse hyperbolic tangent", "[0.0, 0.5]"),
+    "sqrt": (ew.sqrt_p, "the square root", "[4.0, 2.0]"),
+    "rsqrt": (ew.rsqrt_p, "1 / sqrt(x)", "[4.0, 1.0]"),
+    "cbrt": (ew.cbrt_p, "the real cube root", "[8.0, -27.0]"),
+    "square": (ew.square_p, "x * x", "[3.0, -2.0]"),
+    "abs": (ew.abs_p, "|x| (the modulus for complex x, as a real array)", "[-1.5, 2.0]"),
+    "real": (ew.real_p, "the real part of a complex array", "[1 + 2j]"),
+    "imag": (ew.imag_p, "the imaginary part of a complex array", "[1 + 2j]"),
+    "erf": (sp.erf_p, "the error function", "[0.0, 1.0]"),
+    "erfc": (sp.erfc_p, "1 - erf(x), accurate for large x", "[0.0, 3.0]"),
+    "erf_inv": (sp.erf_inv_p, "the inverse error function", "[0.0, 0.5]"),
+    "lgamma": (sp.lgamma_p, "log|Gamma(x)|", "[1.0, 4.5]"),
+    "digamma": (sp.digamma_p, "the digamma function d/dx log Gamma(x)", "[1.0, 2.0]"),
+    "bitwise_not": (bw.not_p, "~x (logical not for bool)", "[1, 2]"),
+    "population_count": (bw.population_count_p, "the number of set bits", "[1, 7]"),
+    "clz": (bw.clz_p, "the number of leading zero bits", "[1, 7]"),
+}
+
+_BINARY = {
+    "add": (ew.add_p, "x + y", "[1.0, 2.0], 3.0"),
+    "sub": (ew.sub_p, "x - y", "[1.0, 2.0], 3.0"),
+    "mul": (ew.mul_p, "x * y", "[1.0, 2.0], 3.0"),
+    "div": (ew.div_p, "x / y (truncating toward zero for integers)", "[7, -7], 2"),
+    "rem": (ew.rem_p, "the remainder of x / y with the sign of x (C's fmod)", "[7, -7], 3"),
+    "pow": (ew.pow_p, "x ** y", "[2.0, 3.0], 2.0"),
+    "max": (ew.max_p, "the elementwise maximum (NaN propagates)", "[1.0, 5.0], 3.0"),
+    "min": (ew.min_p, "the elementwise minimum (NaN propagates)", "[1.0, 5.0], 3.0"),
+    "atan2": (ew.atan2_p, "the angle of the point (y=x, x=y): atan(x / y) in the right quadrant", "[1.0, -1.0], -1.0"),
+    "nextafter": (ew.nextafter_p, "the next representable number after x toward y", "[1.0], 2.0"),
+    "complex": (ew.complex_p, "x + 1j * y", "[1.0], 2.0"),
+    "eq": (bw.eq_p, "x == y", "[1, 2], 2"),
+    "ne": (bw.ne_p, "x != y", "[1, 2], 2"),
+    "lt": (bw.lt_p, "x < y", "[1, 2], 2"),
+    "le": (bw.le_p, "x <= y", "[1, 2], 2"),
+    "gt": (bw.gt_p, "x > y", "[1, 2], 2"),
+    "ge": (bw.ge_p, "x >= y", "[1, 2], 2"),
+    "bitwise_and": (bw.and_p, "x & y (logical and for bool)", "[12, 10], 6"),
+    "bitwise_or": (bw.or_p, "x | y (logical or for bool)", "[12, 10], 6"),
+    "bitwise_xor": (bw.xor_p, "x ^ y (logical xor for bool)", "[12, 10], 6"),
+    "shift_left": (bw.shift_left_p, "x << y (0 once y >= the bit width)", "[1, 3], 2"),
+    "shift_right_logical": (bw.shift_right_logical_p, "x >> y filling with zeros", "[-8, 8], 1"),
+    "shift_right_arithmetic": (bw.shift_right_arithmetic_p, "x >> y filling with the sign bit", "[-8, 8], 1"),
+    "polygamma": (sp.polygamma_p, "the m-th derivative of digamma at x (called as polygamma(m, x))", "[1.0], 2.0"),
+    "zeta": (sp.zeta_p, "the Hurwitz zeta function zeta(s, q) = sum_k (q + k)**-s", "[2.0], 1.0"),
+    "igamma": (sp.igamma_p, "the regularized lower incomplete gamma function P(a, x)", "[2.0], 1.0"),
+    "igammac": (sp.igammac_p, "the regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)", "[2.0], 1.0"),
+}
+
+
+def _make(name: str, prim, summary: str, example: str, nin: int) -> Callable[..., Array]:
+    if nin == 1:
+
+        def fn(x: ArrayLike) -> Array:
+            return prim.bind(*operands(name, (x,)))
+
+    else:
+
+        def fn(x: ArrayLike, y: ArrayLike) -> Array:
+            return prim.bind(*operands(name, (x, y)))
+
+    first, _, rest = example.partition("], ")
+    args = f"enp.asarray({first}])" + (f", {rest}" if rest else "")
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"Elementwise {summary}.\n\n"
+        f"Operands must share a dtype (Python scalars adopt it); shapes broadcast.\n\n"
+        f">>> import ember.numpy as enp, ember.lax as lax\n>>> lax.{name}({args})\n"
+    )
+    return fn
+
+
+def _build() -> dict[str, Callable[..., Array]]:
+    table = {name: _make(name, *spec, nin=1) for name, spec in _UNARY.items()}
+    table.update({name: _make(name, *spec, nin=2) for name, spec in _BINARY.items()})
+    return table
+
+
+globals().update(_build())
+
+
+def conj(x: ArrayLike) -> Array:
+    """The complex conjugate; a real operand is first converted to complex, as in JAX.
+
+    >>> lax.conj(enp.asarray([1 + 2j]))
+    """
+    (x,) = operands("conj", (x,))
+    if not dtypes.is_complex(x.dtype):
+        x = convert(x, dtypes.complex_dtype(x.dtype))
+    return ew.conj_p.bind(x)
+
+
+def integer_pow(x: ArrayLike, y: int) -> Array:
+    """x ** y for a static Python int y, by repeated multiplication.
+
+    >>> lax.integer_pow(enp.asarray([2.0, 3.0]), 3)
+    """
+    (x,) = operands("integer_pow", (x,))
+    return ew.integer_pow_p.bind(x, y=int(y))
+
+
+class RoundingMethod:
+    """How `round` breaks ties: AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1)."""
+
+    AWAY_FROM_ZERO = ew.ROUND_AWAY_FROM_ZERO
+    TO_NEAREST_EVEN = ew.ROUND_TO_NEAREST_EVEN
+
+
+def round(x: ArrayLike, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Array:  # noqa: A001
+    """Round to the nearest integer, ties away from zero (default) or to even.
+
+    >>> lax.round(enp.asarray([0.5, 1.5, 2.5]))
+    """
+    (x,) = operands("round", (x,))
+    return ew.round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def select_n(which: ArrayLike, *cases: ArrayLike) -> Array:
+    """Pick `cases[which]` elementwise; `which` is bool (two cases) or int32.
+
+    >>> lax.select_n(enp.asarray([True, False]), enp.zeros(2), enp.ones(2))
+    """
+    which = operands("select_n", (which,))[0]
+    return ew.select_n_p.bind(which, *operands("select_n", cases))
+
+
+def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Array:
+    """`on_true` where `pred` holds, else `on_false` (no broadcasting, as in lax).
+
+    >>> lax.select(enp.asarray([True, False]), enp.ones(2), enp.zeros(2))
+    """
+    return select_n(pred, on_false, on_true)
+
+
+def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002
+    """min(max(x, lo), hi) with scalar or same-shaped bounds.
+
+    >>> lax.clamp(0.0, enp.asarray([-1.0, 0.5, 2.0]), 1.0)
+    """
+    lo, x, hi = operands("clamp", (min, x, max))
+    return ew.clamp_p.bind(lo, x, hi)
+
+
+def convert_element_type(operand: ArrayLike, new_dtype) -> Array:
+    """Cast to `new_dtype` (complex -> real keeps the real part; the result is not weak).
+
+    >>> lax.convert_element_type(enp.asarray([1.7, -1.7]), "int32")
+    """
+    (x,) = operands("convert_element_type", (operand,))
+    return convert(x, dtypes.canonicalize(new_dtype))
+
+
+def bitcast_convert_type(operand: ArrayLike, new_dtype) -> Array:
+    """Reinterpret the bits as `new_dtype` (a narrower dtype adds a trailing axis).
+
+    >>> lax.bitcast_convert_type(enp.asarray([1.0]), "int32")
+    """
+    (x,) = operands("bitcast_convert_type", (operand,))
+    return ew.bitcast_convert_type_p.bind(x, new_dtype=dtypes.to_dtype(new_dtype))
+
+
+def reduce_precision(operand: ArrayLike, exponent_bits: int, mantissa_bits: int) -> Array:
+    """Round to the nearest value with the given exponent and mantissa widths.
+
+    >>> lax.reduce_precision(enp.asarray([1.0001]), exponent_bits=8, mantissa_bits=7)
+    """
+    (x,) = operands("reduce_precision", (operand,))
+    return ew.reduce_precision_p.bind(x, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))
+
+
+__all__ = [*_UNARY, *_BINARY, "conj", "integer_pow", "round", "RoundingMethod", "select_n", "select", "clamp",
+           "convert_element_type", "bitcast_convert_type", "reduce_precision"]  # fmt: skip

@@ -1,0 +1,87 @@
+"""ember.numpy: a NumPy-compatible namespace written with ember primitives.
+
+Also the Python array API namespace of ember arrays (``x.__array_namespace__()``).
+Promotion follows JAX's lattice; 64-bit types need ``ember.config`` x64.
+"""
+
+from ember.numpy._contract import dot, einsum, inner, kron, matmul, matvec, outer, tensordot, vdot, vecdot, vecmat
+from ember.numpy._core import asarray
+from ember.numpy._creation import (
+    arange,
+    array,
+    copy,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    geomspace,
+    identity,
+    linspace,
+    logspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tri,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
+from ember.numpy._dtypes import *  # noqa: F403
+from ember.numpy._dtypes import can_cast, finfo, iinfo, isdtype, issubdtype, promote_types, result_type
+from ember.numpy._reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    max,
+    mean,
+    min,
+    nanmean,
+    nansum,
+    prod,
+    std,
+    sum,
+    var,
+)
+from ember.numpy._shape import (
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to,
+    column_stack,
+    concat,
+    concatenate,
+    dsplit,
+    dstack,
+    expand_dims,
+    hsplit,
+    hstack,
+    matrix_transpose,
+    moveaxis,
+    ndim,
+    permute_dims,
+    ravel,
+    reshape,
+    shape,
+    size,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+    vsplit,
+    vstack,
+)
+from ember.numpy._ufuncs import *  # noqa: F403
+from ember.numpy._ufuncs import abs, divmod  # noqa: A004  (NumPy's names)
+from ember.numpy import _methods
+
+_methods.install()
+del _methods

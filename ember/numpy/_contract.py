@@ -1,0 +1,271 @@
+"""Products and contractions of ember.numpy: matmul, dot, vdot, inner, outer, tensordot, einsum, kron.
+
+All of them lower to the one `dot_general` primitive (plus elementwise
+multiplies where nothing is summed). einsum's contraction order comes from
+opt_einsum, and each pairwise step becomes one dot_general.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import opt_einsum
+
+from ember import lax
+from ember.core.array import Array
+from ember.errors import InvalidArgumentError, ShapeError
+from ember.numpy._core import ArrayLike, promote_args
+from ember.numpy._shape import broadcast_shapes, broadcast_to, ravel, reshape
+from ember.numpy._ufuncs import conjugate, multiply
+
+
+def matmul(x1: ArrayLike, x2: ArrayLike, /, *, precision=None, preferred_element_type=None) -> Array:
+    """Matrix product with NumPy's rules: 1-d operands are vectors, leading axes broadcast.
+
+    >>> matmul(ones((2, 3)), ones((3, 4))).shape
+    (2, 4)
+    """
+    a, b = promote_args("matmul", x1, x2)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must be at least 1-d, got shapes {a.shape} and {b.shape}; use multiply for scalars")
+    if a.shape[-1] != b.shape[max(b.ndim - 2, 0)]:
+        raise ShapeError(
+            f"matmul: contracted dimensions differ: {a.shape} @ {b.shape} "
+            f"({a.shape[-1]} != {b.shape[max(b.ndim - 2, 0)]}); the last axis of x1 must match the second-to-last of x2"
+        )
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+    if b.ndim <= 2:  # no batch on the right: one plain contraction, whatever a's leading axes
+        return lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())), **kw)
+    vector_a = a.ndim == 1
+    if vector_a:
+        a = reshape(a, (1, a.shape[0]))
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = broadcast_to(a, batch + a.shape[-2:])
+    b = broadcast_to(b, batch + b.shape[-2:])
+    nb = len(batch)
+    out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), **kw)
+    return lax.squeeze(out, (nb,)) if vector_a else out
+
+
+def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:
+    """NumPy's dot: scalars multiply, vectors give the inner product, else a's last axis with b's second-to-last.
+
+    >>> dot(ones(3), ones(3))
+    """
+    a, b = promote_args("dot", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    contract_b = max(b.ndim - 2, 0)
+    if a.shape[-1] != b.shape[contract_b]:
+        raise ShapeError(f"dot: shapes {a.shape} and {b.shape} not aligned ({a.shape[-1]} != {b.shape[contract_b]})")
+    return lax.dot_general(a, b, (((a.ndim - 1,), (contract_b,)), ((), ())), precision=precision,
+                           preferred_element_type=preferred_element_type)  # fmt: skip
+
+
+def vdot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:
+    """The dot product of the flattened arrays, conjugating the first.
+
+    >>> vdot(asarray([1 + 1j]), asarray([1 + 1j]))
+    """
+    a, b = promote_args("vdot", a, b)
+    return dot(conjugate(ravel(a)), ravel(b), precision=precision, preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
+    """sum(conj(x1) * x2) over `axis`, broadcasting the other axes.
+
+    >>> vecdot(ones((2, 3)), ones(3))
+    """
+    from ember.numpy._reductions import sum as _sum
+
+    a, b = promote_args("vecdot", x1, x2)
+    if a.shape[axis] != b.shape[axis]:
+        raise ShapeError(f"vecdot: axis {axis} has sizes {a.shape[axis]} and {b.shape[axis]} in shapes {a.shape} and {b.shape}")
+    return _sum(multiply(conjugate(a), b), axis=axis)
+
+
+def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """Matrix-vector product over the last axes, broadcasting the rest: (..., m, n) x (..., n) -> (..., m).
+
+    >>> matvec(ones((2, 3)), ones(3)).shape
+    (2,)
+    """
+    a, b = promote_args("matvec", x1, x2)
+    if a.ndim < 2 or b.ndim < 1:
+        raise ShapeError(f"matvec: needs a matrix and a vector, got shapes {a.shape} and {b.shape}")
+    return lax.squeeze(matmul(a, b[..., None]), (-1,))
+
+
+def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """Vector-matrix product conjugating the vector: (..., n) x (..., n, m) -> (..., m).
+
+    >>> vecmat(ones(2), ones((2, 3))).shape
+    (3,)
+    """
+    a, b = promote_args("vecmat", x1, x2)
+    if a.ndim < 1 or b.ndim < 2:
+        raise ShapeError(f"vecmat: needs a vector and a matrix, got shapes {a.shape} and {b.shape}")
+    return lax.squeeze(matmul(conjugate(a)[..., None, :], b), (-2,))
+
+
+def inner(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:
+    """Sum product over the last axes of `a` and `b`.
+
+    >>> inner(ones((2, 3)), ones((4, 3))).shape
+    (2, 4)
+    """
+    a, b = promote_args("inner", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 1,)))
+
+
+def outer(a: ArrayLike, b: ArrayLike, out=None) -> Array:
+    """The outer product of the flattened arrays.
+
+    >>> outer(ones(2), ones(3)).shape
+    (2, 3)
+    """
+    a, b = promote_args("outer", a, b)
+    return multiply(reshape(ravel(a), (-1, 1)), reshape(ravel(b), (1, -1)))
+
+
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence = 2, *, precision=None, preferred_element_type=None) -> Array:
+    """Sum products over the last `axes` axes of a and the first of b, or over explicit axis lists.
+
+    >>> tensordot(ones((2, 3, 4)), ones((3, 4, 5))).shape
+    (2, 5)
+    """
+    a, b = promote_args("tensordot", a, b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(a.ndim, b.ndim):
+            raise InvalidArgumentError(f"tensordot: axes={n} out of range for shapes {a.shape} and {b.shape}")
+        ax_a, ax_b = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
+    else:
+        try:
+            ax_a, ax_b = axes
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}") from None
+        ax_a = (ax_a,) if isinstance(ax_a, (int, np.integer)) else tuple(ax_a)
+        ax_b = (ax_b,) if isinstance(ax_b, (int, np.integer)) else tuple(ax_b)
+        ax_a = tuple(int(x) % a.ndim if a.ndim else int(x) for x in ax_a)
+        ax_b = tuple(int(x) % b.ndim if b.ndim else int(x) for x in ax_b)
+    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), precision=precision, preferred_element_type=preferred_element_type)
+
+
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
+    """The Kronecker product: blocks of b scaled by each element of a.
+
+    >>> kron(eye(2), ones((2, 2))).shape
+    (4, 4)
+    """
+    a, b = promote_args("kron", a, b)
+    nd = max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    a_spread = reshape(a, tuple(s for d in a.shape for s in (d, 1)))
+    b_spread = reshape(b, tuple(s for d in b.shape for s in (1, d)))
+    return reshape(multiply(a_spread, b_spread), tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+# --- einsum ----------------------------------------------------------------------------------------
+
+
+def einsum(subscripts: str, *operands: ArrayLike, optimize: str | bool = "auto", precision=None,
+           preferred_element_type=None) -> Array:  # fmt: skip
+    """Einstein summation; the contraction order is planned by opt_einsum and each step is one dot_general.
+
+    >>> einsum("ij,jk->ik", ones((2, 3)), ones((3, 4))).shape
+    (2, 4)
+    """
+    if not isinstance(subscripts, str):
+        raise InvalidArgumentError("einsum: pass the subscripts string first, e.g. einsum('ij,jk->ik', a, b)")
+    xs = promote_args("einsum", *operands)
+    try:
+        inputs, output, _ = opt_einsum.parser.parse_einsum_input((subscripts, *[_Shaped(x.shape) for x in xs]))
+    except (ValueError, TypeError) as err:
+        raise InvalidArgumentError(f"einsum: cannot parse {subscripts!r} for shapes {[x.shape for x in xs]}: {err}") from None
+    names = inputs.split(",")
+    if len(names) != len(xs):
+        raise InvalidArgumentError(f"einsum: {subscripts!r} names {len(names)} operands but {len(xs)} were given")
+    sizes: dict[str, int] = {}
+    for x, term in zip(xs, names):
+        if len(term) != x.ndim:
+            raise ShapeError(f"einsum: term {term!r} has {len(term)} indices but its operand has shape {x.shape}")
+        for c, s in zip(term, x.shape):
+            if sizes.setdefault(c, s) != s and s != 1 and sizes[c] != 1:
+                raise ShapeError(f"einsum: index {c!r} has sizes {sizes[c]} and {s} in {subscripts!r} with shapes {[x.shape for x in xs]}")
+            sizes[c] = max(sizes[c], s)
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+    terms = list(zip(xs, names))
+    if len(terms) > 1:
+        strategy = "auto" if optimize is True or optimize == "auto" else ("greedy" if optimize is False else optimize)
+        path, _ = opt_einsum.contract_path(f"{inputs}->{output}", *[x.shape for x in xs], shapes=True, optimize=strategy)
+    else:
+        path = [(0,)]
+    for step in path:
+        picked = [terms[i] for i in step]
+        terms = [t for i, t in enumerate(terms) if i not in step]
+        keep = set(output).union(*(t for _, t in terms))
+        terms.append(_contract(picked, keep, sizes, kw))
+    (x, term), = terms
+    return _finish(x, term, output, sizes)
+
+
+class _Shaped:
+    """A stand-in with only `.shape`, so opt_einsum's parser can expand ellipses."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def _diagonal_and_sum(x: Array, term: str, keep: set[str], sizes) -> tuple[Array, str]:
+    """Take diagonals of repeated indices and sum indices nobody else needs."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i = term.index(c)
+        j = term.index(c, i + 1)
+        mask = lax.eq(lax.broadcasted_iota("int32", x.shape, i), lax.broadcasted_iota("int32", x.shape, j))
+        x = lax.reduce_sum(lax.select(mask, x, lax.full(x.shape, 0, x.dtype)), (j,))
+        term = term[:j] + term[j + 1:]
+    gone = [i for i, c in enumerate(term) if c not in keep]
+    if gone:
+        x = lax.reduce_sum(x, gone)
+        term = "".join(c for c in term if c in keep)
+    return x, term
+
+
+def _contract(picked, keep: set[str], sizes, kw) -> tuple[Array, str]:
+    if len(picked) == 1:
+        return _diagonal_and_sum(*picked[0], keep, sizes)
+    (a, ta), (b, tb) = picked
+    a, ta = _diagonal_and_sum(a, ta, keep | set(tb), sizes)
+    b, tb = _diagonal_and_sum(b, tb, keep | set(ta), sizes)
+    a, b = _unit_broadcast(a, ta, b, tb, sizes)
+    shared = [c for c in ta if c in tb]
+    batch = [c for c in shared if c in keep]
+    contract = [c for c in shared if c not in keep]
+    dims = ((tuple(ta.index(c) for c in contract), tuple(tb.index(c) for c in contract)),
+            (tuple(ta.index(c) for c in batch), tuple(tb.index(c) for c in batch)))  # fmt: skip
+    out = lax.dot_general(a, b, dims, **kw)
+    term = "".join(batch) + "".join(c for c in ta if c not in shared) + "".join(c for c in tb if c not in shared)
+    return out, term
+
+
+def _unit_broadcast(a: Array, ta: str, b: Array, tb: str, sizes) -> tuple[Array, Array]:
+    # Ellipsis dimensions of size 1 broadcast against the other operand's.
+    def widen(x, t):
+        target = tuple(sizes[c] for c in t)
+        return broadcast_to(x, target) if x.shape != target else x
+
+    return widen(a, ta), widen(b, tb)
+
+
+def _finish(x: Array, term: str, output: str, sizes) -> Array:
+    x, term = _diagonal_and_sum(x, term, set(output), sizes)
+    target = tuple(sizes[c] for c in term)
+    if x.shape != target:
+        x = broadcast_to(x, target)
+    return lax.transpose(x, tuple(term.index(c) for c in output))

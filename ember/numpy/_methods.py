@@ -1,0 +1,176 @@
+"""Operators and methods of `ember.Array`, attached here so the core stays free of ember.numpy.
+
+Binary operators have a fast lane for the commonest eager case, two concrete
+arrays of one dtype and weak type, which goes straight to the primitive's
+eager evaluation; everything else goes through the ember.numpy function.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.array import Array
+from ember.core.primitives import bitwise as bw
+from ember.core.primitives import elementwise as ew
+from ember.numpy import _contract, _creation, _indexing, _reductions, _shape, _ufuncs
+from ember.numpy._core import asarray
+
+_PY_OK = (Array, bool, int, float, complex, list, tuple)
+_new = object.__new__
+_ndarray = np.ndarray
+
+
+class _Restricted:
+    """A view of a primitive whose fast lane admits fewer dtypes than the primitive
+    (`x - y` rejects bool, `x / y` of integers promotes to float first)."""
+
+    def __init__(self, prim, keep):
+        self._prim = prim
+        self._fast = {d: r for d, r in prim._fast.items() if keep(d)}
+        self.keeps_weak = prim.keeps_weak
+
+    @property
+    def _kernel(self):
+        return self._prim._kernel
+
+    def kernel(self):
+        return self._prim.kernel()
+
+
+def _numeric_only(prim):
+    return _Restricted(prim, lambda d: d != dtypes.bool_)
+
+
+def _inexact_only(prim):
+    return _Restricted(prim, dtypes.is_inexact)
+
+
+def _operator(fn, prim=None):
+    """`a OP b` and `b OP a` for the ember.numpy function `fn` (primitive `prim` for the fast lane)."""
+    fast = prim._fast if prim is not None else {}
+
+    def forward(self, other):
+        # Fast lane, inlined because `a + b` on tiny arrays is dominated by
+        # Python overhead: two concrete CPU arrays of one dtype the primitive
+        # accepts. Every other case goes through `fn`, which checks and promotes.
+        if type(other) is Array and type(self) is Array:
+            x = self._value
+            y = other._value
+            out_dtype = fast.get(x.dtype)
+            if out_dtype is not None and y.dtype is x.dtype and type(x) is _ndarray and type(y) is _ndarray:
+                try:
+                    out = (prim._kernel or prim.kernel())(x, y)
+                except ValueError:  # shapes that do not broadcast: `fn` explains
+                    return fn(self, other)
+                if type(out) is _ndarray and out.dtype is out_dtype:
+                    result = _new(Array)
+                    result._value = out
+                    result._weak = prim.keeps_weak and self._weak and other._weak
+                    return result
+        elif not _accepts(other):
+            return NotImplemented
+        return fn(self, other)
+
+    def reflected(self, other):
+        return fn(other, self) if _accepts(other) else NotImplemented
+
+    return forward, reflected
+
+
+_BINARY = {
+    "add": (_ufuncs.add, ew.add_p),
+    "sub": (_ufuncs.subtract, _numeric_only(ew.sub_p)),
+    "mul": (_ufuncs.multiply, ew.mul_p),
+    "truediv": (_ufuncs.true_divide, _inexact_only(ew.div_p)),
+    "floordiv": (_ufuncs.floor_divide, None),
+    "mod": (_ufuncs.remainder, None),
+    "divmod": (_ufuncs.divmod, None),
+    "pow": (_ufuncs.power, None),
+    "matmul": (_contract.matmul, None),
+    "and": (_ufuncs.bitwise_and, bw.and_p),
+    "or": (_ufuncs.bitwise_or, bw.or_p),
+    "xor": (_ufuncs.bitwise_xor, bw.xor_p),
+    "lshift": (_ufuncs.left_shift, None),
+    "rshift": (_ufuncs.right_shift, None),
+}
+
+_COMPARISONS = {
+    "eq": (_ufuncs.equal, bw.eq_p),
+    "ne": (_ufuncs.not_equal, bw.ne_p),
+    "lt": (_ufuncs.less, None),
+    "le": (_ufuncs.less_equal, None),
+    "gt": (_ufuncs.greater, None),
+    "ge": (_ufuncs.greater_equal, None),
+}
+
+
+def _accepts(other) -> bool:
+    return isinstance(other, _PY_OK) or hasattr(other, "__array__")
+
+
+def _install_operators() -> None:
+    for name, (fn, prim) in _BINARY.items():
+        forward, reflected = _operator(fn, prim)
+        setattr(Array, f"__{name}__", forward)
+        setattr(Array, f"__r{name}__", reflected)
+    for name, (fn, prim) in _COMPARISONS.items():
+        forward, _ = _operator(fn, prim)
+        setattr(Array, f"__{name}__", forward)
+    Array.__neg__ = lambda self: _ufuncs.negative(self)
+    Array.__pos__ = lambda self: _ufuncs.positive(self)
+    Array.__abs__ = lambda self: _ufuncs.absolute(self)
+    Array.__invert__ = lambda self: _ufuncs.invert(self)
+    Array.__getitem__ = _indexing.getitem
+    Array.__array_namespace__ = lambda self, /, *, api_version=None: sys.modules["ember.numpy"]
+
+
+def _property(fn):
+    return property(fn, doc=fn.__doc__)
+
+
+def _install_methods() -> None:
+    Array.T = _property(lambda self: _shape.transpose(self))
+    Array.mT = _property(lambda self: _shape.matrix_transpose(self))
+    Array.real = _property(lambda self: _ufuncs.real(self))
+    Array.imag = _property(lambda self: _ufuncs.imag(self))
+    Array.itemsize = _property(lambda self: self.dtype.itemsize)
+    Array.nbytes = _property(lambda self: self.size * self.dtype.itemsize)
+
+    def astype(self, dtype, copy: bool = False) -> Array:
+        """This array converted to `dtype`."""
+        return asarray(self, dtype)
+
+    def reshape(self, *shape, order: str = "C") -> Array:
+        """This array with a new shape; `x.reshape(2, 3)` and `x.reshape((2, 3))` both work."""
+        return _shape.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
+
+    def transpose(self, *axes) -> Array:
+        """This array with axes permuted (reversed when none are given)."""
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        return _shape.transpose(self, axes or None)
+
+    Array.astype = astype
+    Array.reshape = reshape
+    Array.transpose = transpose
+    Array.ravel = lambda self, order="C": _shape.ravel(self, order)
+    Array.flatten = Array.ravel
+    Array.squeeze = lambda self, axis=None: _shape.squeeze(self, axis)
+    Array.swapaxes = lambda self, a, b: _shape.swapaxes(self, a, b)
+    Array.conj = Array.conjugate = lambda self: _ufuncs.conjugate(self)
+    Array.dot = lambda self, b: _contract.dot(self, b)
+    Array.clip = lambda self, min=None, max=None: _ufuncs.clip(self, min, max)
+    Array.copy = lambda self: _creation.copy(self)
+    for name in ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any", "nansum", "nanmean"):
+        reducer = getattr(_reductions, name)
+        method = (lambda r: lambda self, *args, **kwargs: r(self, *args, **kwargs))(reducer)
+        method.__name__ = name
+        method.__doc__ = f"`ember.numpy.{name}` of this array."
+        setattr(Array, name, method)
+
+
+def install() -> None:
+    _install_operators()
+    _install_methods()

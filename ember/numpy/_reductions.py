@@ -1,0 +1,294 @@
+"""Reductions of ember.numpy: sum, prod, mean, var, std, max, min, argmax, all, any, nan-variants.
+
+Each takes NumPy's `axis`, `keepdims`, `dtype` and `where` (where NumPy has
+them). Sums and products of bool and small integers accumulate in the default
+integer dtype, as in JAX.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember import lax
+from ember.core import dtypes
+from ember.core.array import Array
+from ember.core.primitives import reduction as rd
+from ember.errors import DTypeError, InvalidArgumentError, ShapeError
+from ember.lax._convert import convert
+from ember.numpy._core import ArrayLike, asarray, canonical_axes, dtype_arg
+from ember.numpy._shape import broadcast_to, expand_dims
+from ember.numpy._ufuncs import isnan, logical_not, where
+
+Axis = int | tuple[int, ...] | None
+
+
+def _keep(out: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+    return expand_dims(out, axes) if keepdims and axes else out
+
+
+def _upcast_for_sum(dtype):
+    if dtype == dtypes.bool_ or dtypes.is_signed(dtype) and dtype.itemsize < dtypes.default_int().itemsize:
+        return dtypes.default_int()
+    if dtypes.is_unsigned(dtype) and dtype.itemsize < dtypes.default_uint().itemsize:
+        return dtypes.default_uint()
+    return dtype
+
+
+def _masked(op: str, x: Array, where_, identity) -> Array:
+    if where_ is None:
+        return x
+    mask = broadcast_to(asarray(where_), x.shape)
+    if mask.dtype != dtypes.bool_:
+        raise DTypeError(f"{op}: where= must be a bool array, got {mask.dtype}")
+    return lax.select(mask, x, lax.full(x.shape, identity, x.dtype))
+
+
+def _sum_like(op: str, prim, identity, a, axis, dtype, keepdims, initial, where_) -> Array:
+    x = asarray(a)
+    axes = canonical_axes(op, axis, x.ndim)
+    target = dtype_arg(dtype) or _upcast_for_sum(x.dtype)
+    x = convert(x, target, x.weak_type)
+    x = _masked(op, x, where_, identity)
+    out = prim.bind(x, axes=axes)
+    if initial is not None:
+        from ember.numpy._ufuncs import add, multiply
+
+        out = (add if prim is rd.reduce_sum_p else multiply)(out, asarray(initial, out.dtype))
+    return _keep(out, axes, keepdims)
+
+
+def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:  # noqa: A001
+    """Sum of elements over `axis`.
+
+    >>> sum(asarray([[1, 2], [3, 4]]), axis=0)
+    """
+    _no_out("sum", out)
+    return _sum_like("sum", rd.reduce_sum_p, 0, a, axis, dtype, keepdims, initial, where)
+
+
+def prod(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
+    """Product of elements over `axis`.
+
+    >>> prod(asarray([1.0, 2.0, 3.0]))
+    """
+    _no_out("prod", out)
+    return _sum_like("prod", rd.reduce_prod_p, 1, a, axis, dtype, keepdims, initial, where)
+
+
+def _extremum(op: str, prim, a, axis, keepdims, initial, where_) -> Array:
+    x = asarray(a)
+    axes = canonical_axes(op, axis, x.ndim)
+    if dtypes.is_complex(x.dtype):
+        raise DTypeError(f"{op}: complex arrays have no ordering here; take {op} of x.real or abs(x)")
+    empty = any(x.shape[i] == 0 for i in axes)
+    if initial is None and (empty or where_ is not None):
+        if empty:
+            raise ShapeError(f"{op}: zero-size reduction over axis {axis} of shape {x.shape} has no identity; pass initial=")
+        raise InvalidArgumentError(f"{op}: where= needs initial= (as in NumPy)")
+    if where_ is not None:
+        x = _masked(op, x, where_, _identity_of(prim, x.dtype))
+    out = prim.bind(x, axes=axes)
+    if initial is not None:
+        from ember.numpy._ufuncs import maximum, minimum
+
+        out = (maximum if prim is rd.reduce_max_p else minimum)(out, initial)
+    return _keep(out, axes, keepdims)
+
+
+def _identity_of(prim, dtype):
+    if dtypes.is_integer(dtype):
+        info = dtypes.iinfo(dtype)
+        return info.min if prim is rd.reduce_max_p else info.max
+    if dtype == dtypes.bool_:
+        return prim is not rd.reduce_max_p
+    return -math.inf if prim is rd.reduce_max_p else math.inf
+
+
+def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:  # noqa: A001
+    """Maximum over `axis` (NaN propagates).
+
+    >>> max(asarray([1.0, 3.0, 2.0]))
+    """
+    _no_out("max", out)
+    return _extremum("max", rd.reduce_max_p, a, axis, keepdims, initial, where)
+
+
+def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:  # noqa: A001
+    """Minimum over `axis` (NaN propagates).
+
+    >>> min(asarray([1.0, 3.0, 2.0]))
+    """
+    _no_out("min", out)
+    return _extremum("min", rd.reduce_min_p, a, axis, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def _logical_reduce(op: str, prim, a, axis, keepdims, where_) -> Array:
+    from ember.numpy._ufuncs import _to_bool
+
+    x = _to_bool(op, a)
+    axes = canonical_axes(op, axis, x.ndim)
+    x = _masked(op, x, where_, prim is rd.reduce_and_p)
+    return _keep(prim.bind(x, axes=axes), axes, keepdims)
+
+
+def all(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:  # noqa: A001
+    """Whether every element over `axis` is true (nonzero).
+
+    >>> all(asarray([1, 0]))
+    """
+    _no_out("all", out)
+    return _logical_reduce("all", rd.reduce_and_p, a, axis, keepdims, where)
+
+
+def any(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:  # noqa: A001
+    """Whether any element over `axis` is true (nonzero).
+
+    >>> any(asarray([1, 0]))
+    """
+    _no_out("any", out)
+    return _logical_reduce("any", rd.reduce_or_p, a, axis, keepdims, where)
+
+
+def _count(x: Array, axes, where_) -> Array | int:
+    if where_ is None:
+        return math.prod(x.shape[i] for i in axes)
+    mask = broadcast_to(asarray(where_), x.shape)
+    return lax.reduce_sum(convert(mask, dtypes.default_int()), axes)
+
+
+def _mean_dtype(x: Array, dtype):
+    if dtype is not None:
+        return dtype_arg(dtype)
+    return x.dtype if dtypes.is_inexact(x.dtype) else dtypes.default_float()
+
+
+def mean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, where=None) -> Array:
+    """Arithmetic mean over `axis` (integers average in the default float dtype).
+
+    >>> mean(asarray([1, 2, 3, 4]))
+    """
+    _no_out("mean", out)
+    x = asarray(a)
+    axes = canonical_axes("mean", axis, x.ndim)
+    target = _mean_dtype(x, dtype)
+    total = sum(convert(x, target, x.weak_type), axis=axes, where=where)
+    count = _count(x, axes, where)
+    out_ = total / (asarray(count, dtypes.real_dtype(target)) if isinstance(count, Array) else count)
+    return _keep(convert(out_, target, out_.weak_type), axes, keepdims)
+
+
+def var(a: ArrayLike, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
+        where=None, correction=None) -> Array:  # fmt: skip
+    """Variance over `axis` (mean of |x - mean|**2), divided by N - ddof.
+
+    >>> var(asarray([1.0, 2.0, 3.0, 4.0]))
+    """
+    _no_out("var", out)
+    if correction is not None:
+        ddof = correction
+    x = asarray(a)
+    axes = canonical_axes("var", axis, x.ndim)
+    target = _mean_dtype(x, dtype)
+    x = convert(x, target, x.weak_type)
+    centered = x - mean(x, axis=axes, keepdims=True, where=where)
+    from ember.numpy._ufuncs import conjugate
+
+    squares = (centered * conjugate(centered)) if dtypes.is_complex(target) else centered * centered
+    if dtypes.is_complex(target):
+        from ember.numpy._ufuncs import real
+
+        squares = real(squares)
+    count = _count(x, axes, where)
+    total = sum(squares, axis=axes, where=where)
+    denominator = count - ddof
+    out_ = total / (asarray(denominator, total.dtype) if isinstance(denominator, Array) else denominator)
+    return _keep(out_, axes, keepdims)
+
+
+def std(a: ArrayLike, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
+        where=None, correction=None) -> Array:  # fmt: skip
+    """Standard deviation over `axis`: sqrt(var).
+
+    >>> std(asarray([1.0, 2.0, 3.0, 4.0]))
+    """
+    from ember.numpy._ufuncs import sqrt
+
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+
+
+def _arg(op: str, prim, a, axis, keepdims) -> Array:
+    x = asarray(a)
+    if dtypes.is_complex(x.dtype):
+        raise DTypeError(f"{op}: complex arrays have no ordering here; use {op}(abs(x)) or {op}(x.real)")
+    if x.dtype == dtypes.bool_:
+        x = convert(x, dtypes.int8)
+    if axis is None:
+        from ember.numpy._shape import ravel
+
+        out = prim.bind(ravel(x), axes=(0,), index_dtype=dtypes.default_int()) if x.size else _empty_arg(op, x)
+        return lax.reshape(out, (1,) * x.ndim) if keepdims else out
+    axes = canonical_axes(op, axis, x.ndim)
+    if x.shape[axes[0]] == 0:
+        _empty_arg(op, x)
+    return _keep(prim.bind(x, axes=axes, index_dtype=dtypes.default_int()), axes, keepdims)
+
+
+def _empty_arg(op: str, x: Array):
+    raise ShapeError(f"{op}: attempt to get {op} of an empty sequence (shape {x.shape})")
+
+
+def argmax(a: ArrayLike, axis: int | None = None, out=None, keepdims: bool = False) -> Array:
+    """Index of the first maximum (over the flattened array when axis is None).
+
+    >>> argmax(asarray([1.0, 3.0, 2.0]))
+    """
+    _no_out("argmax", out)
+    return _arg("argmax", rd.argmax_p, a, axis, keepdims)
+
+
+def argmin(a: ArrayLike, axis: int | None = None, out=None, keepdims: bool = False) -> Array:
+    """Index of the first minimum (over the flattened array when axis is None).
+
+    >>> argmin(asarray([1.0, 3.0, 2.0]))
+    """
+    _no_out("argmin", out)
+    return _arg("argmin", rd.argmin_p, a, axis, keepdims)
+
+
+def nansum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
+    """Sum treating NaN as zero.
+
+    >>> nansum(asarray([1.0, float("nan")]))
+    """
+    x = asarray(a)
+    if dtypes.is_inexact(x.dtype):
+        x = where_nan(x, 0)
+    return sum(x, axis, dtype, out, keepdims, initial, where)
+
+
+def nanmean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, where=None) -> Array:
+    """Mean ignoring NaNs (NaN where every element is NaN).
+
+    >>> nanmean(asarray([1.0, float("nan"), 3.0]))
+    """
+    x = asarray(a)
+    if not dtypes.is_inexact(x.dtype):
+        return mean(x, axis, dtype, out, keepdims, where=where)
+    valid = logical_not(isnan(x))
+    if where is not None:
+        from ember.numpy._ufuncs import logical_and
+
+        valid = logical_and(valid, where)
+    return mean(x, axis, dtype, out, keepdims, where=valid)
+
+
+def where_nan(x: Array, value) -> Array:
+    return where(isnan(x), asarray(value, x.dtype), x)
+
+
+def _no_out(op: str, out) -> None:
+    if out is not None:
+        raise InvalidArgumentError(f"{op}: ember arrays are immutable, so out= is not supported; use the return value")

@@ -1,0 +1,435 @@
+"""NumPy's elementwise functions (ufuncs) written with ember primitives.
+
+Each function promotes its operands with JAX's lattice and lets the primitive
+broadcast them. Integer and bool inputs to transcendental functions are first
+moved to the default float dtype, as in JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ember import lax
+from ember.core import dtypes
+from ember.core.array import Array
+from ember.core.primitives import bitwise as bw
+from ember.core.primitives import elementwise as ew
+from ember.errors import DTypeError, InvalidArgumentError
+from ember.lax._convert import convert
+from ember.numpy._core import ArrayLike, promote_args, promote_inexact
+
+
+def _doc(fn: Callable, summary: str, example: str) -> Callable:
+    fn.__doc__ = f"{summary}\n\n>>> import ember.numpy as enp\n>>> enp.{fn.__name__}({example})\n"
+    return fn
+
+
+def _binary(name: str, prim, summary: str, example: str = "enp.asarray([1.0, 2.0]), 3.0") -> Callable[..., Array]:
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+        return prim.bind(*promote_args(name, x1, x2))
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, summary, example)
+
+
+def _unary_inexact(name: str, prim, summary: str, example: str = "enp.asarray([0.5, 1.0])") -> Callable[..., Array]:
+    def fn(x: ArrayLike, /) -> Array:
+        return prim.bind(*promote_inexact(name, x))
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, summary, example)
+
+
+def _unary_same(name: str, prim, summary: str, example: str = "enp.asarray([-1, 2])") -> Callable[..., Array]:
+    def fn(x: ArrayLike, /) -> Array:
+        return prim.bind(*promote_args(name, x))
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, summary, example)
+
+
+# --- arithmetic --------------------------------------------------------------------------------
+
+add = _binary("add", ew.add_p, "x1 + x2, elementwise (logical or for bool).")
+multiply = _binary("multiply", ew.mul_p, "x1 * x2, elementwise (logical and for bool).")
+maximum = _binary("maximum", ew.max_p, "The elementwise maximum; NaN propagates.")
+minimum = _binary("minimum", ew.min_p, "The elementwise minimum; NaN propagates.")
+equal = _binary("equal", bw.eq_p, "x1 == x2, elementwise.")
+not_equal = _binary("not_equal", bw.ne_p, "x1 != x2, elementwise.")
+bitwise_and = _binary("bitwise_and", bw.and_p, "x1 & x2 for bool and integer arrays.", "enp.asarray([12, 10]), 6")
+bitwise_or = _binary("bitwise_or", bw.or_p, "x1 | x2 for bool and integer arrays.", "enp.asarray([12, 10]), 6")
+bitwise_xor = _binary("bitwise_xor", bw.xor_p, "x1 ^ x2 for bool and integer arrays.", "enp.asarray([12, 10]), 6")
+bitwise_invert = invert = _unary_same("invert", bw.not_p, "~x: bitwise not (logical not for bool).")
+bitwise_not = invert
+sqrt = _unary_inexact("sqrt", ew.sqrt_p, "The non-negative square root.")
+exp = _unary_inexact("exp", ew.exp_p, "e ** x.")
+log = _unary_inexact("log", ew.log_p, "The natural logarithm.")
+sin = _unary_inexact("sin", ew.sin_p, "The sine.")
+cos = _unary_inexact("cos", ew.cos_p, "The cosine.")
+tanh = _unary_inexact("tanh", ew.tanh_p, "The hyperbolic tangent.")
+
+
+def subtract(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 - x2, elementwise (not defined for bool, as in NumPy).
+
+    >>> enp.subtract(enp.asarray([3.0, 2.0]), 1.0)
+    """
+    x1, x2 = promote_args("subtract", x1, x2)
+    if x1.dtype == dtypes.bool_:
+        raise DTypeError("subtract: not defined for bool operands (as in NumPy); use enp.logical_xor or bitwise_xor")
+    return ew.sub_p.bind(x1, x2)
+
+
+def negative(x: ArrayLike, /) -> Array:
+    """-x, elementwise (not defined for bool).
+
+    >>> enp.negative(enp.asarray([1.0, -2.0]))
+    """
+    (x,) = promote_args("negative", x)
+    if x.dtype == dtypes.bool_:
+        raise DTypeError("negative: not defined for bool (as in NumPy); use enp.logical_not")
+    return ew.neg_p.bind(x)
+
+
+def positive(x: ArrayLike, /) -> Array:
+    """+x: the operand itself (as an array; bool is rejected as in NumPy).
+
+    >>> enp.positive(enp.asarray([1.0, -2.0]))
+    """
+    (x,) = promote_args("positive", x)
+    if x.dtype == dtypes.bool_:
+        raise DTypeError("positive: not defined for bool (as in NumPy)")
+    return x
+
+
+def absolute(x: ArrayLike, /) -> Array:
+    """|x|; the modulus for complex input (a real result); unsigned and bool pass through.
+
+    >>> enp.absolute(enp.asarray([-1.5, 2.0]))
+    """
+    (x,) = promote_args("absolute", x)
+    if dtypes.is_unsigned(x.dtype) or x.dtype == dtypes.bool_:
+        return x
+    return ew.abs_p.bind(x)
+
+
+abs = absolute  # noqa: A001
+
+
+def true_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 / x2; integer and bool operands give the default float dtype.
+
+    >>> enp.true_divide(enp.asarray([1, 2]), 2)
+    """
+    return ew.div_p.bind(*promote_inexact("true_divide", x1, x2))
+
+
+divide = true_divide
+
+
+def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 // x2 with Python's (flooring) semantics, exactly as NumPy computes it.
+
+    >>> enp.floor_divide(enp.asarray([7, -7]), 2)
+    """
+    x1, x2 = promote_args("floor_divide", x1, x2)
+    if dtypes.is_complex(x1.dtype):
+        raise DTypeError(f"floor_divide: not defined for complex operands ({x1.dtype})")
+    if x1.dtype == dtypes.bool_:
+        return ew.mul_p.bind(x1, x2)  # True // True == True; x // False would divide by zero
+    if dtypes.is_integer(x1.dtype):
+        q = ew.div_p.bind(x1, x2)
+        if dtypes.is_unsigned(x1.dtype):
+            return q
+        r = ew.rem_p.bind(x1, x2)
+        adjust = bw.and_p.bind(bw.ne_p.bind(r, _zero(r)), bw.ne_p.bind(bw.lt_p.bind(r, _zero(r)), bw.lt_p.bind(x2, _zero(x2))))
+        return ew.sub_p.bind(q, convert(adjust, q.dtype))
+    return _float_divmod(x1, x2)[0]
+
+
+def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 % x2 with the sign of x2 (Python's modulo), as NumPy.
+
+    >>> enp.remainder(enp.asarray([7, -7]), 3)
+    """
+    x1, x2 = promote_args("remainder", x1, x2)
+    if dtypes.is_complex(x1.dtype):
+        raise DTypeError(f"remainder: not defined for complex operands ({x1.dtype})")
+    if x1.dtype == dtypes.bool_:
+        return bw.and_p.bind(x1, bw.not_p.bind(x2))
+    if dtypes.is_integer(x1.dtype):
+        r = ew.rem_p.bind(x1, x2)
+        if dtypes.is_unsigned(x1.dtype):
+            return r
+        fix = bw.and_p.bind(bw.ne_p.bind(r, _zero(r)), bw.ne_p.bind(bw.lt_p.bind(r, _zero(r)), bw.lt_p.bind(x2, _zero(x2))))
+        return ew.select_n_p.bind(*_broadcast_all(fix, r, ew.add_p.bind(r, x2)))
+    return _float_divmod(x1, x2)[1]
+
+
+mod = remainder
+
+
+def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:  # noqa: A001
+    """(x1 // x2, x1 % x2), as NumPy.
+
+    >>> enp.divmod(enp.asarray([7, -7]), 3)
+    """
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def _zero(x: Array) -> Array:
+    return lax.full((), 0, x.dtype)
+
+
+def _broadcast_all(*xs: Array) -> list[Array]:
+    from ember.numpy._shape import broadcast_arrays
+
+    return broadcast_arrays(*xs)
+
+
+def _float_divmod(x1: Array, x2: Array) -> tuple[Array, Array]:
+    # NumPy's npy_divmod: take fmod, fix its sign to follow x2, then floor the exact quotient.
+    x1, x2 = _broadcast_all(x1, x2)
+    zero = lax.full(x1.shape, 0, x1.dtype)
+    mod = ew.rem_p.bind(x1, x2)
+    div = ew.div_p.bind(ew.sub_p.bind(x1, mod), x2)
+    wrong_sign = bw.and_p.bind(bw.ne_p.bind(mod, zero), bw.ne_p.bind(bw.lt_p.bind(x2, zero), bw.lt_p.bind(mod, zero)))
+    mod = ew.select_n_p.bind(wrong_sign, mod, ew.add_p.bind(mod, x2))
+    div = ew.select_n_p.bind(wrong_sign, div, ew.sub_p.bind(div, lax.full(x1.shape, 1, x1.dtype)))
+    mod = ew.select_n_p.bind(bw.eq_p.bind(mod, zero), mod, _copysign(zero, x2))
+    floordiv = ew.floor_p.bind(div)
+    half = lax.full(x1.shape, 0.5, x1.dtype)
+    floordiv = ew.select_n_p.bind(bw.gt_p.bind(ew.sub_p.bind(div, floordiv), half), floordiv, ew.add_p.bind(floordiv, lax.full(x1.shape, 1, x1.dtype)))
+    exact_zero = bw.eq_p.bind(div, zero)
+    floordiv = ew.select_n_p.bind(exact_zero, floordiv, _copysign(zero, ew.div_p.bind(x1, x2)))
+    by_zero = bw.eq_p.bind(x2, zero)
+    floordiv = ew.select_n_p.bind(by_zero, floordiv, ew.div_p.bind(x1, x2))
+    return floordiv, mod
+
+
+_SIGNED_OF_SIZE = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+
+def signbit(x: ArrayLike, /) -> Array:
+    """Whether the sign bit is set (True for -0.0 and negative NaNs too).
+
+    >>> enp.signbit(enp.asarray([-0.0, 1.0]))
+    """
+    (x,) = promote_args("signbit", x)
+    if dtypes.is_complex(x.dtype):
+        raise DTypeError(f"signbit: not defined for complex operands ({x.dtype})")
+    if not dtypes.is_floating(x.dtype):
+        return bw.lt_p.bind(x, _zero(x)) if dtypes.is_signed(x.dtype) else lax.full(x.shape, False, dtypes.bool_)
+    bits = ew.bitcast_convert_type_p.bind(x, new_dtype=_SIGNED_OF_SIZE[x.dtype.itemsize])
+    return bw.lt_p.bind(bits, _zero(bits))
+
+
+def _copysign(magnitude: Array, sign_of: Array) -> Array:
+    return ew.select_n_p.bind(signbit(sign_of), ew.abs_p.bind(magnitude), ew.neg_p.bind(ew.abs_p.bind(magnitude)))
+
+
+def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 ** x2; integer powers of integers are exact (negative exponents raise, as NumPy).
+
+    >>> enp.power(enp.asarray([2, 3]), 2)
+    """
+    if type(x2) is int and not isinstance(x1, (int, float, complex)):
+        (base,) = promote_args("power", x1)
+        if x2 >= 0 or dtypes.is_inexact(base.dtype):
+            base = base if base.dtype != dtypes.bool_ else convert(base, dtypes.default_int(), base.weak_type)
+            return ew.integer_pow_p.bind(promote_args("power", base, x2)[0], y=x2)
+    x1, x2 = promote_args("power", x1, x2)
+    if dtypes.is_inexact(x1.dtype):
+        return ew.pow_p.bind(x1, x2)
+    return _integer_power(x1, x2)
+
+
+def _integer_power(x: Array, y: Array) -> Array:
+    # Square-and-multiply over the bits of y, wrapping like NumPy's integer power.
+    if x.dtype == dtypes.bool_:
+        x, y = convert(x, dtypes.int8), convert(y, dtypes.int8)
+        return convert(_integer_power(x, y), dtypes.bool_)
+    if dtypes.is_signed(y.dtype) and type(y) is Array and (np.asarray(y) < 0).any():
+        raise InvalidArgumentError("power: integers to negative integer powers are not allowed (as in NumPy); use a float base")
+    x, y = _broadcast_all(x, y)
+    one = lax.full(x.shape, 1, x.dtype)
+    acc, base, exponent = one, x, y
+    for _ in range(8 * x.dtype.itemsize):
+        bit = bw.ne_p.bind(bw.and_p.bind(exponent, one), lax.full(x.shape, 0, x.dtype))
+        acc = ew.select_n_p.bind(bit, acc, ew.mul_p.bind(acc, base))
+        base = ew.mul_p.bind(base, base)
+        exponent = bw.shift_right_logical_p.bind(exponent, one)
+    return acc
+
+
+# --- comparisons and logic ------------------------------------------------------------------
+
+
+def _ordering(name: str, prim):
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+        x1, x2 = promote_args(name, x1, x2)
+        if dtypes.is_complex(x1.dtype):
+            # NumPy orders complex numbers lexicographically: by real part, then imaginary.
+            r1, r2, i1, i2 = ew.real_p.bind(x1), ew.real_p.bind(x2), ew.imag_p.bind(x1), ew.imag_p.bind(x2)
+            same_real = bw.eq_p.bind(r1, r2)
+            return ew.select_n_p.bind(*_broadcast_all(same_real, prim.bind(r1, r2), prim.bind(i1, i2)))
+        return prim.bind(x1, x2)
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, f"x1 {_SYMBOL[name]} x2, elementwise (complex numbers compare lexicographically).", "enp.asarray([1, 2, 3]), 2")
+
+
+_SYMBOL = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+less = _ordering("less", bw.lt_p)
+less_equal = _ordering("less_equal", bw.le_p)
+greater = _ordering("greater", bw.gt_p)
+greater_equal = _ordering("greater_equal", bw.ge_p)
+
+
+def _to_bool(name: str, x) -> Array:
+    (x,) = promote_args(name, x)
+    return x if x.dtype == dtypes.bool_ else bw.ne_p.bind(x, _zero(x))
+
+
+def _logical(name: str, prim):
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+        return prim.bind(_to_bool(name, x1), _to_bool(name, x2))
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, f"The truth value of x1 {name[8:].upper()} x2, elementwise (nonzero is True).", "enp.asarray([True, False]), True")
+
+
+logical_and = _logical("logical_and", bw.and_p)
+logical_or = _logical("logical_or", bw.or_p)
+logical_xor = _logical("logical_xor", bw.xor_p)
+
+
+def logical_not(x: ArrayLike, /) -> Array:
+    """NOT x, elementwise (nonzero is True).
+
+    >>> enp.logical_not(enp.asarray([0, 1]))
+    """
+    return bw.not_p.bind(_to_bool("logical_not", x))
+
+
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Array:
+    """`x` where `condition` is true, else `y`; all three broadcast, x and y promote.
+
+    (The one-argument form, which needs a data-dependent size, comes with `nonzero`.)
+
+    >>> enp.where(enp.asarray([True, False]), 1.0, 0.0)
+    """
+    cond = _to_bool("where", condition)
+    x, y = promote_args("where", x, y)
+    cond, x, y = _broadcast_all(cond, x, y)
+    return ew.select_n_p.bind(cond, y, x)
+
+
+def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, /, *, min=None, max=None) -> Array:  # noqa: A002
+    """Limit values to [a_min, a_max] (either bound may be None); NaN propagates.
+
+    >>> enp.clip(enp.asarray([-1.0, 0.5, 2.0]), 0.0, 1.0)
+    """
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    x = a
+    if lo is not None:
+        x = maximum(x, lo)
+    if hi is not None:
+        x = minimum(x, hi)
+    return x if isinstance(x, Array) else promote_args("clip", x)[0]
+
+
+# --- classification and complex parts (used across ember.numpy) -----------------------------------
+
+
+def isnan(x: ArrayLike, /) -> Array:
+    """Whether x is NaN (a complex number is NaN when either part is).
+
+    >>> enp.isnan(enp.asarray([1.0, float("nan")]))
+    """
+    (x,) = promote_args("isnan", x)
+    if not dtypes.is_inexact(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    return bw.ne_p.bind(x, x)
+
+
+def isfinite(x: ArrayLike, /) -> Array:
+    """Whether x is neither infinite nor NaN (both parts, for complex).
+
+    >>> enp.isfinite(enp.asarray([1.0, float("inf")]))
+    """
+    (x,) = promote_args("isfinite", x)
+    if dtypes.is_complex(x.dtype):
+        return bw.and_p.bind(ew.is_finite_p.bind(ew.real_p.bind(x)), ew.is_finite_p.bind(ew.imag_p.bind(x)))
+    if not dtypes.is_floating(x.dtype):
+        return lax.full(x.shape, True, dtypes.bool_)
+    return ew.is_finite_p.bind(x)
+
+
+def isinf(x: ArrayLike, /) -> Array:
+    """Whether x is +inf or -inf (either part, for complex).
+
+    >>> enp.isinf(enp.asarray([1.0, float("-inf")]))
+    """
+    (x,) = promote_args("isinf", x)
+    if not dtypes.is_inexact(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    magnitude = ew.abs_p.bind(x) if not dtypes.is_complex(x.dtype) else None
+    if magnitude is None:
+        return bw.or_p.bind(isinf(ew.real_p.bind(x)), isinf(ew.imag_p.bind(x)))
+    return bw.eq_p.bind(magnitude, lax.full((), float("inf"), magnitude.dtype))
+
+
+def real(val: ArrayLike, /) -> Array:
+    """The real part (the array itself for real input).
+
+    >>> enp.real(enp.asarray([1 + 2j]))
+    """
+    (x,) = promote_args("real", val)
+    return ew.real_p.bind(x) if dtypes.is_complex(x.dtype) else x
+
+
+def imag(val: ArrayLike, /) -> Array:
+    """The imaginary part (zeros for real input).
+
+    >>> enp.imag(enp.asarray([1 + 2j]))
+    """
+    (x,) = promote_args("imag", val)
+    return ew.imag_p.bind(x) if dtypes.is_complex(x.dtype) else lax.full(x.shape, 0, x.dtype)
+
+
+def conjugate(x: ArrayLike, /) -> Array:
+    """The complex conjugate (the array itself for real input).
+
+    >>> enp.conjugate(enp.asarray([1 + 2j]))
+    """
+    (x,) = promote_args("conjugate", x)
+    return ew.conj_p.bind(x) if dtypes.is_complex(x.dtype) else x
+
+
+conj = conjugate
+
+
+def left_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 << x2 for integers (0 once the shift reaches the bit width).
+
+    >>> enp.left_shift(enp.asarray([1, 3]), 2)
+    """
+    x1, x2 = promote_args("left_shift", x1, x2)
+    return bw.shift_left_p.bind(x1, x2)
+
+
+def right_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 >> x2: arithmetic for signed integers, logical for unsigned ones (as NumPy).
+
+    >>> enp.right_shift(enp.asarray([-8, 8]), 1)
+    """
+    x1, x2 = promote_args("right_shift", x1, x2)
+    prim = bw.shift_right_arithmetic_p if dtypes.is_signed(x1.dtype) else bw.shift_right_logical_p
+    return prim.bind(x1, x2)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
