@@ -390,7 +390,8 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
 
 def _empty_logical(xp, x, axes, fn):
     shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
-    return xp.full(shape, -1 if fn is xp.all else 0, dtype=x.dtype)
+    all_bits = np.iinfo(x.dtype).max if x.dtype.kind == "u" else -1
+    return xp.full(shape, all_bits if fn is xp.all else 0, dtype=x.dtype)
 
 
 def _lowest(dtype):

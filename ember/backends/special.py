@@ -1,11 +1,10 @@
 """Vectorized special-function kernels written against an array module ``xp``.
 
-Every public kernel is ``name(xp, *args)``; ``xp`` is NumPy (or a NumPy-like
-module such as CuPy).  Inputs are broadcast, computed in float64 on flat
-arrays, and cast back to the inputs' floating dtype (float64 for integer
-inputs).  Only whole-array operations are used: Python loops run a fixed
-number of times (recurrence shifts, series / continued-fraction terms) or
-until every element of an iteration has converged (incomplete gamma).
+Every public kernel is ``name(xp, *args)`` with ``xp`` NumPy or a NumPy-like
+module (CuPy).  Inputs are broadcast, computed in float64 on flat arrays and
+cast back to their floating dtype (float64 for integers).  Only whole-array
+operations are used; Python loops run a fixed number of times or until every
+element has converged (incomplete gamma).
 
 Algorithms:
 * erf/erfc: all-positive Maclaurin series ``erf(x) = 2/sqrt(pi) e^{-x^2}
@@ -13,20 +12,23 @@ Algorithms:
   continued fraction for erfc, evaluated backwards with a fixed number of
   terms, for larger x.  ``e^{-x^2}`` is computed with x split into a short
   head and a tail so that rounding x*x does not cost relative accuracy.
-* erf_inv: closed-form initial guess, then Halley steps on erf (or on erfc
-  against 1 - |x| when |x| > 1/2, so nothing is lost near +-1).
-* lgamma: Taylor series of lgamma(2 + z) in zeta(k) - 1 for x < 3.5 (exact
-  near the zeros at 1 and 2), else upward recurrence plus Stirling's series;
-  reflection for x < 0.
-* digamma: upward recurrence plus the asymptotic series, a Taylor series
-  around the positive root, reflection for x < 0.
+* erf_inv: closed-form initial guess, then Halley steps on erf (on erfc
+  against the exact 1 - |x| once the root is >= 1, so nothing is lost near
+  +-1).
+* lgamma / digamma: for 0 < x < 10.5 the Taylor series of lgamma(2 + z)
+  (coefficients zeta(k) - 1, so the zeros at 1 and 2 are exact) or its
+  derivative, with the recurrence Gamma(x+1) = x Gamma(x) to reach |z| <= 1/2;
+  Stirling's / the asymptotic series above; a Taylor series around the
+  positive root of digamma; reflection for x < 0.
 * zeta (Hurwitz): Euler-Maclaurin summation with Bernoulli numbers.
 * polygamma: (-1)^(n+1) n! zeta(n + 1, x), digamma for n = 0.
-* igamma/igammac: power series when x < a + 1, Lentz's continued fraction
-  otherwise, iterated until converged; the prefactor x^a e^-x / Gamma(a) uses
-  a Stirling-type form for large a; small a uses a dedicated series for Q.
+* igamma/igammac: power series for P when x < a + 1, else the continued
+  fraction for Q (length found by Lentz's iteration run until every element
+  has converged, then evaluated backwards); a separate series gives Q for
+  a < 1, x < 1/2.  x^a e^-x / Gamma(a) uses a Stirling form for a >= 10.
 * reduce_precision: XLA's ReducePrecision on the integer bits.
 """
+import contextlib
 import functools
 import math
 from decimal import Decimal
@@ -82,24 +84,17 @@ def _is_float(dt):
 
 
 def _result_dtype(xp, arrays):
-    floats = [a.dtype for a in arrays if _is_float(a.dtype)]
+    """Widest floating dtype (float16 with bfloat16 -> float32); else float64."""
+    floats = {a.dtype for a in arrays if _is_float(a.dtype)}
     if not floats:
         return xp.dtype(xp.float64)
-    best = floats[0]
-    for dt in floats[1:]:
-        if dt.itemsize > best.itemsize:
-            best = dt
-        elif dt.itemsize == best.itemsize and dt != best:  # float16 vs bfloat16
-            best = xp.dtype(xp.float32)
-    return best
+    widest = [d for d in floats if d.itemsize == max(f.itemsize for f in floats)]
+    return widest[0] if len(widest) == 1 else xp.dtype(xp.float32)
 
 
 def _kernel(dtype_from=None):
-    """Wrap ``fn(xp, *flat_float64_arrays)`` into a broadcasting public kernel.
-
-    ``dtype_from`` lists the argument positions that decide the result dtype
-    (default: all of them).
-    """
+    """Wrap ``fn(xp, *flat_float64_arrays)`` into a broadcasting public kernel;
+    ``dtype_from``: the argument positions that decide the result dtype."""
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(xp, *args):
@@ -112,19 +107,17 @@ def _kernel(dtype_from=None):
             shape = arrays[0].shape
             flat = [a.astype(xp.float64).reshape(-1) for a in arrays]
             errstate = getattr(xp, "errstate", None)
-            if errstate is None:
-                out = fn(xp, *flat)
-            else:
-                with errstate(all="ignore"):
-                    out = fn(xp, *flat)
-            return out.reshape(shape).astype(dtype)
+            with (errstate(all="ignore") if errstate else contextlib.nullcontext()):
+                return fn(xp, *flat).reshape(shape).astype(dtype)
         return wrapper
     return decorate
 
 
 def _masked(xp, out, mask, fn, *args):
     """out[mask] = fn(xp, *(a[mask] for a in args)), evaluating only there."""
-    out[mask] = fn(xp, *(a[mask] for a in args))
+    selected = [a[mask] for a in args]
+    if selected[0].size:
+        out[mask] = fn(xp, *selected)
 
 
 def _horner(coeffs, z):
@@ -262,16 +255,11 @@ def _stirling_correction(xp, z):
 _RECURRENCE_LIMIT = 10.5  # below: Taylor series at 2 plus recurrence
 
 
-def _split_near_two(xp, x):
-    """x = n + z with integer n and |z| <= 1/2, exactly; then x = (2 + z) + (n - 2)."""
-    n = xp.floor(x + 0.5)
-    return n, x - n
-
-
 def _lgamma_recurrence(xp, x):
     """lgamma(x) for 0 < x < 10.5 from the series of lgamma(2 + z) and
     Gamma(x) = (x-1)(x-2)...(2+z) Gamma(2+z), or Gamma(2+z)/(x(x+1)), Gamma(2+z)/x."""
-    n, z = _split_near_two(xp, x)
+    n = xp.floor(x + 0.5)
+    z = x - n  # exact, |z| <= 1/2
     prod = xp.ones_like(x)
     for j in range(2, 10):
         prod = xp.where(j < n, prod * (z + j), prod)  # exact factors
@@ -328,7 +316,8 @@ _PSI2 = [k * c for k, c in enumerate(_LGAMMA2, 1)]
 
 def _digamma_recurrence(xp, x):
     """psi(x) for 0 < x < 10.5: series of psi(2 + z) plus psi(x + 1) = psi(x) + 1/x."""
-    n, z = _split_near_two(xp, x)
+    n = xp.floor(x + 0.5)
+    z = x - n  # exact, |z| <= 1/2
     acc = xp.where(n == 0, -1.0 / x - 1.0 / (x + 1.0), xp.where(n == 1, -1.0 / x, 0.0))
     for j in range(2, 10):
         acc = acc + xp.where(j < n, 1.0 / (z + j), 0.0)
@@ -425,6 +414,7 @@ def _zeta(xp, s, q):
     _masked(xp, out, neg, _zeta_neg_q, s, q)
     out = xp.where((s >= 1) & (q <= 0) & _is_int(xp, q), xp.inf, out)
     out = xp.where(s == 1, xp.inf, out)
+    out = xp.where((s > 1) & (q == xp.inf), 0.0, out)
     # s = +inf: q^-s is the whole sum (0, 1 or inf for q >1, ==1, <1)
     return xp.where((s == xp.inf) & (q > 0), q ** -s, out)
 
@@ -436,7 +426,8 @@ def zeta(xp, s, q):
     Defined for s > 1: q > 0 any s; q < 0 non-integer only for integer s
     (else nan, as scipy).  s == 1 -> inf, s < 1 -> nan, q a non-positive
     integer (including -inf) -> inf.  s = +inf gives q^-s (scipy returns nan
-    for q > 1 where the limit is 0).
+    for q > 1 where the limit is 0).  Values within ~2^53 of the underflow
+    threshold lose relative accuracy (their terms are subnormal).
     """
     return _zeta(xp, s, q)
 
@@ -498,10 +489,6 @@ def _gamma_kernel(xp, a, x):
     return out
 
 
-def _all_done(xp, mask):
-    return not bool(xp.any(mask))
-
-
 def _igamma_series(xp, a, x):
     """P(a, x) = x^a e^-x / Gamma(a+1) sum_n x^n / ((a+1)...(a+n)), for x < a + 1."""
     term, total, ap = xp.ones_like(a), xp.ones_like(a), a
@@ -509,7 +496,7 @@ def _igamma_series(xp, a, x):
         ap = ap + 1.0
         term = term * x / ap
         total = total + term
-        if i % _IGAMMA_CHECK_EVERY == 0 and _all_done(xp, term > _EPS * total):
+        if i % _IGAMMA_CHECK_EVERY == 0 and not bool(xp.any(term > _EPS * total)):
             break
     return _gamma_kernel(xp, a, x) * total
 
@@ -530,7 +517,7 @@ def _cf_length(xp, a, x):
         c = b + an / c
         c = xp.where(xp.abs(c) < tiny, tiny, c)
         done = done | (xp.abs(c * d - 1.0) <= 4 * _EPS)
-        if i % _IGAMMA_CHECK_EVERY == 0 and _all_done(xp, ~done):
+        if i % _IGAMMA_CHECK_EVERY == 0 and bool(xp.all(done)):
             break
     return i
 
@@ -547,11 +534,11 @@ def _igammac_cf(xp, a, x):
 
 
 def _igammac_small_a(xp, a, x):
-    """Q(a, x) for a < 1, x < a + 1 without cancellation in 1 - P:
+    """Q(a, x) for a < 1, x < 1/2 without cancellation in 1 - P:
     Q = -expm1(a log x - lgamma(1+a)) - a x^a/Gamma(1+a) sum_{n>=1} (-x)^n / (n! (a+n))."""
     u = a * xp.log(x) - _lgamma1p(xp, a)
     power, total = xp.ones_like(x), xp.zeros_like(x)
-    for n in range(1, 31):  # x < 2: 2^31 / 31! < 1e-24
+    for n in range(1, 21):  # x < 1/2: 2^-21 / 21! < 1e-25
         power = power * (-x) / n
         total = total + power / (a + n)
     return -xp.expm1(u) - a * xp.exp(u) * total
@@ -561,6 +548,8 @@ def _igamma_pq(xp, a, x):
     """(P(a, x), Q(a, x)) with scipy's edge cases."""
     p, q = xp.full_like(a, xp.nan), xp.full_like(a, xp.nan)
     ok = (a > 0) & (x > 0) & (a < xp.inf) & (x < xp.inf)
+    # backward continued fraction for Q where it converges quickly enough;
+    # power series for P elsewhere, plus a series for Q when a < 1
     cf = ok & ((x >= a + 1.0) | ((a < 1.0) & (x >= 0.5)))
     ser = ok & ~cf
     _masked(xp, p, ser, _igamma_series, a, x)
@@ -621,8 +610,10 @@ def reduce_precision(xp, x, exponent_bits, mantissa_bits):
     def const(v):
         return xp.asarray(v, dtype=utype)
 
-    flat = x.reshape(-1)
-    bits = flat.view(utype)
+    original = x.reshape(-1).view(utype)
+    exp_mask = ((1 << src_exp) - 1) << src_mant
+    is_nan = (original & const((1 << (nbits - 1)) - 1)) > const(exp_mask)
+    bits = original
     if mantissa_bits < src_mant:
         shift = src_mant - mantissa_bits
         last = 1 << shift
@@ -630,7 +621,6 @@ def reduce_precision(xp, x, exponent_bits, mantissa_bits):
         lsb = (bits >> const(shift)) & const(1)
         bits = (bits + (lsb + const((last >> 1) - 1))) & const(((1 << nbits) - 1) ^ (last - 1))
     if exponent_bits < src_exp:
-        exp_mask = ((1 << src_exp) - 1) << src_mant
         src_bias = (1 << (src_exp - 1)) - 1
         dst_bias = (1 << (exponent_bits - 1)) - 1
         exponent = bits & const(exp_mask)
@@ -639,5 +629,4 @@ def reduce_precision(xp, x, exponent_bits, mantissa_bits):
         underflow = exponent <= const((src_bias - dst_bias) << src_mant)
         bits = xp.where(overflow, signed_zero | const(exp_mask), bits)
         bits = xp.where(underflow, signed_zero, bits)
-    out = xp.where(xp.isnan(flat), flat, bits.view(x.dtype))
-    return out.reshape(x.shape)
+    return xp.where(is_nan, original, bits).view(x.dtype).reshape(x.shape)

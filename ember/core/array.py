@@ -13,7 +13,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.errors import ConcretizationError, DTypeError
+from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
 
 __all__ = ["Array", "Device", "CPU", "wrap"]
 
@@ -99,6 +99,11 @@ class Array:
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         value = self._concrete("numpy.asarray(x)")
+        if copy is False and dtype is not None and np.dtype(dtype) != value.dtype:
+            raise InvalidArgumentError(
+                f"numpy.asarray(x, dtype={np.dtype(dtype)}, copy=False): converting an ember {value.dtype} array "
+                "needs a copy; pass copy=None or True"
+            )
         if copy:
             value = value.copy()
         elif value.flags.writeable:
@@ -109,15 +114,26 @@ class Array:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         value = self._concrete("__dlpack__")
         kwargs = {} if max_version is None else {"max_version": max_version}
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
         if copy is not None:
             kwargs["copy"] = copy
+        if max_version is None or max_version[0] < 1:
+            # Legacy DLPack cannot flag a buffer read-only: hand out a copy so ember arrays stay immutable.
+            value = value.copy()
+        elif value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False  # consumers that honour the flag (NumPy) get a read-only view
         return value.__dlpack__(stream=stream, **kwargs)
 
     def __dlpack_device__(self):
         return self._concrete("__dlpack_device__").__dlpack_device__()
 
     def item(self, *index):
-        return self._concrete("x.item()").item(*index)
+        value = self._concrete("x.item()")
+        if not index and value.size != 1:
+            raise ShapeError(f"x.item() needs an array with one element, got shape {value.shape}; use x.tolist() or index first")
+        return value.item(*index)
 
     def tolist(self):
         return self._concrete("x.tolist()").tolist()
@@ -129,6 +145,10 @@ class Array:
         return kind(value.reshape(()).item())
 
     def __bool__(self) -> bool:
+        if self.size != 1:  # a ValueError, as in NumPy and JAX
+            raise ShapeError(
+                f"the truth value of an array of shape {self.shape} is ambiguous; use x.any() or x.all()"
+            )
         return self._scalar(bool, "bool(x)")
 
     def __int__(self) -> int:
@@ -141,7 +161,7 @@ class Array:
         return self._scalar(complex, "complex(x)")
 
     def __index__(self) -> int:
-        if not dtypes.is_integer(self.dtype) and self.dtype != dtypes.bool_:
+        if not dtypes.is_integer(self.dtype):  # bool too, as in NumPy
             raise DTypeError(f"only integer arrays can be used as an index, got {self.dtype}")
         return self._scalar(int, "operator.index(x)")
 
@@ -206,11 +226,13 @@ def from_host(x, op: str = "asarray") -> Array:
     if type(x) in _PY_SCALARS:
         dtype = dtypes.python_scalar_dtype(x)
         if type(x) is int:
-            dtypes.check_int_fits(x, dtype, op)
+            return wrap(dtypes.python_int_as(x, dtype, op), True)
         return wrap(np.asarray(x, dtype=dtype), type(x) is not bool)
     try:
         value = np.asarray(x)
-    except (TypeError, ValueError) as err:
+    except ValueError as err:  # ragged nested lists: a ValueError, as in NumPy
+        raise ShapeError(f"{op}: cannot convert {type(x).__name__} to an ember array ({err})") from None
+    except TypeError as err:
         raise DTypeError(f"{op}: cannot convert {type(x).__name__} to an ember array ({err})") from None
     if value.dtype not in _ALLOWED:
         if value.dtype.kind in "OUSVMm":
@@ -220,7 +242,10 @@ def from_host(x, op: str = "asarray") -> Array:
             )
         value = value.astype(dtypes.to_dtype(value.dtype))
     dtype = dtypes.canonicalize(value.dtype)
-    value = value.astype(dtype) if value is x or value.base is not None or dtype != value.dtype else value
+    # Only a value NumPy built afresh from Python data may be kept as is; anything else (an ndarray,
+    # a view, an object whose __array__ hands out its own buffer) is copied so later writes cannot reach it.
+    fresh = isinstance(x, (list, tuple, np.generic)) and value.base is None
+    value = value if fresh and dtype == value.dtype else value.astype(dtype)
     return wrap(value, False)
 
 

@@ -212,7 +212,7 @@ def _lattice_join(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[
     del x64  # part of the cache key: weak results depend on it
     dtypes = {d for d, _ in pairs}
     if len(dtypes) == 1 and not all(w for _, w in pairs):
-        return pairs[0][0], False
+        return canonicalize(pairs[0][0]), False
     if all(w for _, w in pairs):
         node = functools.reduce(lambda a, b: _JOIN[a, b], (_NAMES[d] for d, _ in pairs))
         return canonicalize(_BY_NAME[node]), True
@@ -236,8 +236,18 @@ def promote_types(a, b) -> np.dtype:
     >>> promote_types("int32", "uint32")
     dtype('int64')
     """
-    node = _JOIN[_NAMES[to_dtype(a)], _NAMES[to_dtype(b)]]
+    node = _JOIN[_type_node(a), _type_node(b)]
     return _BY_NAME[node] if node not in _WEAK else {"i*": int64, "f*": float64, "c*": complex128}[node]
+
+
+_PYTHON_TYPE_NODES = {int: "i*", float: "f*", complex: "c*"}
+
+
+def _type_node(t) -> str:
+    # Python's int, float and complex stand for the weak types, as in jnp.promote_types.
+    if t in _PYTHON_TYPE_NODES:
+        return _PYTHON_TYPE_NODES[t]
+    return _NAMES[to_dtype(t)]
 
 
 # --- Python scalars ---------------------------------------------------------
@@ -256,11 +266,21 @@ def python_scalar_dtype(x) -> np.dtype:
     raise DTypeError(f"{type(x).__name__} is not a Python scalar type")
 
 
-def check_int_fits(value: int, dtype: np.dtype, op: str) -> None:
-    """Raise when a Python int cannot be represented in integer `dtype` (as JAX does)."""
-    info = np.iinfo(dtype)
+def check_int_fits(value: int, op: str) -> None:
+    """Raise when a Python int does not fit the default integer dtype (as JAX does).
+
+    A value that fits is then converted to the operand's dtype with C wrapping,
+    as in JAX: ``int8_array + 1000`` adds -24.
+    """
+    info = np.iinfo(default_int())
     if not info.min <= value <= info.max:
         raise EmberOverflowError(
-            f"{op}: Python int {value} does not fit in {dtype} (range [{info.min}, {info.max}]); "
-            f"convert the other operand to a wider dtype first, e.g. x.astype('int64') with x64 on"
+            f"{op}: Python int {value} is too large for {default_int()} (range [{info.min}, {info.max}]); "
+            "turn on 64-bit mode (ember.config.update('enable_x64', True)) or pass a NumPy array of the dtype you need"
         )
+
+
+def python_int_as(value: int, dtype: np.dtype, op: str) -> np.ndarray:
+    """A Python int as a 0-d array of `dtype`, checked against the default int and wrapped."""
+    check_int_fits(value, op)
+    return np.asarray(value, dtype=default_int()).astype(dtype)

@@ -19,8 +19,8 @@ _PY_SCALARS = (bool, int, float, complex)
 
 def scalar_as(x, dtype: np.dtype, op: str) -> Array:
     """A Python scalar as a weak array of `dtype` (checking ints fit, as JAX does)."""
-    if type(x) is int and dtypes.is_integer(dtype):
-        dtypes.check_int_fits(x, dtype, op)
+    if type(x) is int:
+        return wrap(dtypes.python_int_as(x, dtype, op), dtype != dtypes.bool_)
     if type(x) is complex and not dtypes.is_complex(dtype):
         raise dtypes.DTypeError(f"{op}: cannot use the complex scalar {x} with a {dtype} array; convert the array first")
     if type(x) is float and not dtypes.is_inexact(dtype) and dtype != dtypes.bool_:

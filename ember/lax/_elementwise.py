@@ -118,12 +118,12 @@ globals().update(_build())
 
 
 def conj(x: ArrayLike) -> Array:
-    """The complex conjugate; a real operand is first converted to complex, as in JAX.
+    """The complex conjugate; a floating operand is first converted to complex, as in JAX.
 
     >>> lax.conj(enp.asarray([1 + 2j]))
     """
     (x,) = operands("conj", (x,))
-    if not dtypes.is_complex(x.dtype):
+    if dtypes.is_floating(x.dtype):
         x = convert(x, dtypes.complex_dtype(x.dtype))
     return ew.conj_p.bind(x)
 

@@ -1,0 +1,229 @@
+"""The op database: one entry per primitive and per public `ember.numpy` / `ember.lax` function.
+
+An `OpInfo` says how to call the ember function, what independent reference
+computes the same thing (NumPy, SciPy, or a few lines of NumPy written here),
+which dtypes it supports (and, for every other dtype, why not), how to make
+sample inputs (0-d, empty and broadcasting shapes included), the tolerances,
+and which transforms apply. `tests/test_op_db.py` runs every entry; later
+columns (jvp, vjp, vmap, jit) read the same entries.
+
+Entries live in family modules (`op_db_*.py`) that append to `OPS`; importing
+this module imports them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+# --- dtypes -------------------------------------------------------------------------------
+
+BOOL = (np.dtype(np.bool_),)
+SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+INTEGER = SIGNED + UNSIGNED
+FLOATING = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32), np.dtype(np.float64))
+COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+INEXACT = FLOATING + COMPLEX
+NUMERIC = INTEGER + INEXACT
+REAL = BOOL + INTEGER + FLOATING
+ALL = BOOL + NUMERIC
+SIXTY_FOUR_BIT = {np.dtype(t) for t in (np.int64, np.uint64, np.float64, np.complex128)}
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+# Reasons for unsupported cells, shared so the matrix legend stays short.
+NO_BOOL = "bool has no arithmetic here (as in JAX/NumPy)"
+FLOAT_ONLY = "defined for floating inputs only; lax does not promote (use ember.numpy)"
+INEXACT_ONLY = "defined for floating and complex inputs only; lax does not promote (use ember.numpy)"
+INT_ONLY = "a bitwise operation: integers only"
+BOOL_INT_ONLY = "a logical/bitwise operation: bool and integers only"
+NO_COMPLEX = "complex numbers have no ordering / the function is real-valued"
+COMPLEX_ONLY = "takes complex input only at the lax level"
+NOT_IN_NUMPY = "NumPy itself rejects this dtype for the function"
+
+# Default tolerances (rtol, atol) per result dtype against a float64/complex128 reference.
+TOLERANCES = {
+    np.dtype(np.float16): (2e-3, 2e-3),
+    BF16: (1.6e-2, 1.6e-2),
+    np.dtype(np.float32): (2e-6, 1e-6),
+    np.dtype(np.float64): (1e-13, 1e-14),
+    np.dtype(np.complex64): (2e-6, 1e-6),
+    np.dtype(np.complex128): (1e-13, 1e-14),
+}
+
+
+@dataclasses.dataclass
+class Sample:
+    """One call: positional args (NumPy arrays are operands, other values static) and kwargs."""
+
+    args: tuple
+    kwargs: dict = dataclasses.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        def show(a):
+            return f"{a.dtype}{a.shape}" if isinstance(a, np.ndarray) else repr(a)
+
+        parts = [show(a) for a in self.args] + [f"{k}={show(v)}" for k, v in self.kwargs.items()]
+        return f"Sample({', '.join(parts)})"
+
+
+@dataclasses.dataclass
+class OpInfo:
+    """An entry of the op database.
+
+    name: "enp.sin", "lax.add", ... (also the public name the coverage test looks for)
+    op: the ember callable; ref: the reference, called on NumPy arrays upcast to
+      float64/complex128 for inexact dtypes (on the original arrays otherwise)
+    dtypes: the supported dtypes; every other dtype must raise an ember error,
+      for the stated `unsupported` reason
+    samples: (rng, dtype) -> list[Sample]
+    primitives: the primitives this entry exercises (for the coverage test)
+    out_dtype: dtype -> expected result dtype (canonical; default: the input dtype)
+    out_dtype_of: (dtype, sample) -> expected result dtype, when a parameter decides it
+    tol: {dtype: (rtol, atol)} overrides of TOLERANCES
+    ref_in_dtype: call the reference on the original (not upcast) arrays
+    transforms: which transform columns apply (filled in by the transform issues)
+    """
+
+    name: str
+    op: Callable[..., Any]
+    ref: Callable[..., Any]
+    dtypes: Sequence[np.dtype]
+    samples: Callable[[np.random.Generator, np.dtype], list[Sample]]
+    unsupported: str = ""
+    primitives: tuple[str, ...] = ()
+    out_dtype: Callable[[np.dtype], np.dtype] | None = None
+    out_dtype_of: Callable[[np.dtype, Sample], np.dtype] | None = None
+    tol: dict = dataclasses.field(default_factory=dict)
+    ref_in_dtype: bool = False
+    aliases: tuple[str, ...] = ()
+    transforms: frozenset = frozenset({"jvp", "vjp", "vmap", "jit"})
+
+    def __post_init__(self):
+        self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
+        if set(self.dtypes) != set(ALL) and not self.unsupported:
+            raise ValueError(f"op_db entry {self.name} leaves dtypes unsupported without a stated reason")
+
+    def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
+        return self.tol.get(dtype, TOLERANCES.get(dtype, (0.0, 0.0)))
+
+    def expected_dtype(self, dtype: np.dtype, sample: Sample) -> np.dtype:
+        if self.out_dtype_of is not None:
+            return np.dtype(self.out_dtype_of(dtype, sample))
+        return np.dtype(self.out_dtype(dtype)) if self.out_dtype else dtype
+
+
+OPS: list[OpInfo] = []
+
+
+def register(*entries: OpInfo) -> None:
+    OPS.extend(entries)
+
+
+# --- sample helpers ------------------------------------------------------------------------
+
+UNARY_SHAPES = [(), (0,), (4,), (2, 3), (1, 3, 1)]
+BINARY_SHAPES = [((), ()), ((4,), (4,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((0,), (0,)), ((0, 3), (1, 3)), ((), (2, 3))]
+
+
+def make_array(rng: np.random.Generator, shape, dtype, low=None, high=None) -> np.ndarray:
+    """Random values of `dtype` in [low, high) (sensible defaults per kind)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo = max(info.min, -9 if low is None else int(np.floor(low)))
+        hi = min(info.max, 10 if high is None else int(np.ceil(high)))
+        return rng.integers(lo, max(hi, lo + 1), size=shape, endpoint=False).astype(dtype)
+    lo = -3.0 if low is None else low
+    hi = 3.0 if high is None else high
+    if dtype.kind == "c":
+        parts = rng.uniform(lo, hi, size=(2, *shape))
+        return (parts[0] + 1j * parts[1]).astype(dtype)
+    return rng.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def unary_samples(low=None, high=None, shapes=UNARY_SHAPES, **kwargs) -> Callable:
+    def make(rng, dtype):
+        return [Sample((make_array(rng, s, dtype, low, high),), dict(kwargs)) for s in shapes]
+
+    return make
+
+
+def binary_samples(low=None, high=None, shapes=BINARY_SHAPES, rhs_low=None, rhs_high=None, rhs_nonzero=False) -> Callable:
+    def make(rng, dtype):
+        out = []
+        for s1, s2 in shapes:
+            x = make_array(rng, s1, dtype, low, high)
+            y = make_array(rng, s2, dtype, low if rhs_low is None else rhs_low, high if rhs_high is None else rhs_high)
+            if rhs_nonzero:
+                y = np.where(y == 0, np.ones_like(y), y)
+            out.append(Sample((x, y)))
+        return out
+
+    return make
+
+
+def with_specials(make: Callable, values=(0.0, -0.0, np.inf, -np.inf, np.nan)) -> Callable:
+    """Add a sample of special float values (each against each, for binary ops) to `make`."""
+
+    def extended(rng, dtype):
+        samples = make(rng, dtype)
+        if np.dtype(dtype).kind not in "fcV" and dtype != BF16:
+            return samples
+        n = len(samples[0].args)
+        grid = np.array(list(itertools.product(values, repeat=n)), dtype=np.float64).T
+        samples.append(Sample(tuple(grid[i].astype(dtype) for i in range(n))))
+        return samples
+
+    return extended
+
+
+def upcast(x):
+    """The reference's view of an operand: float64/complex128 for inexact dtypes."""
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "c":
+            return x.astype(np.complex128)
+        if x.dtype.kind == "f" or x.dtype == BF16:
+            return x.astype(np.float64)
+    return x
+
+
+def same(dtype):
+    return dtype
+
+
+def to_bool(dtype):
+    return np.dtype(np.bool_)
+
+
+def to_real(dtype):
+    return {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}.get(dtype, dtype)
+
+
+def to_float(dtype):
+    """JAX's rule for transcendental functions: bool and integers go to the default float."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "biu":
+        return np.dtype(np.float64) if dtype in SIXTY_FOUR_BIT else np.dtype(np.float32)
+    return dtype
+
+
+def _load_families() -> None:
+    import importlib
+
+    for module in ("op_db_lax", "op_db_enp_ufuncs", "op_db_enp_other"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+
+
+_load_families()
