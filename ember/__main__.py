@@ -16,7 +16,7 @@ import ember.numpy as enp
 from ember import backends
 
 
-def _best_of(stmt, number: int = 20000, repeat: int = 7) -> float:
+def _best_of(stmt, number: int = 4000, repeat: int = 7) -> float:
     return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number * 1e6
 
 
