@@ -58,6 +58,16 @@ def test_bind_hands_traced_values_to_their_trace():
     assert trace_stack() == []
 
 
+def test_tracers_refuse_python_conversion_with_a_clear_error():
+    with new_trace(_RecordingTrace, []) as trace:
+        t = trace.pure(enp.asarray([1.0, 2.0]))
+        scalar = trace.pure(enp.asarray(1.0))
+        for convert, value in ((bool, scalar), (float, scalar), (np.asarray, t)):
+            with pytest.raises(ember.errors.ConcretizationError, match="traced value"):
+                convert(value)
+        assert "Traced<f32[2]>" in repr(t)
+
+
 def test_nested_traces_pick_the_innermost_owner():
     outer_log, inner_log = [], []
     x = enp.asarray(2.0)

@@ -8,9 +8,9 @@ element has converged (incomplete gamma).
 
 Algorithms:
 * erf/erfc: all-positive Maclaurin series ``erf(x) = 2/sqrt(pi) e^{-x^2}
-  sum 2^n x^{2n+1}/(2n+1)!!`` for small |x|; the even part of Laplace's
-  continued fraction for erfc, evaluated backwards with a fixed number of
-  terms, for larger x.  ``e^{-x^2}`` is computed with x split into a short
+  sum 2^n x^{2n+1}/(2n+1)!!`` for |x| < 2 (erfc = 1 - erf below 1); the even
+  part of Laplace's continued fraction for erfc, evaluated backwards with a
+  fixed number of terms, above.  ``e^{-x^2}`` is computed with x split into a short
   head and a tail so that rounding x*x does not cost relative accuracy.
 * erf_inv: closed-form initial guess, then Halley steps on erf (on erfc
   against the exact 1 - |x| once the root is >= 1, so nothing is lost near
@@ -385,7 +385,7 @@ def _zeta_pos(xp, s, q):
         fac = fac * (s + 2 * j - 1) * (s + 2 * j) * inv_a2
     for t in reversed(terms):  # smallest first
         tail = tail + t
-    total = tail + 0.5 * a_s + a * a_s / (s - 1.0)
+    total = tail + 0.5 * a_s + a ** (1.0 - s) / (s - 1.0)
     for k in range(_ZETA_HEAD - 1, -1, -1):
         total = total + (q + k) ** -s
     return total
@@ -412,7 +412,7 @@ def _zeta(xp, s, q):
     _masked(xp, out, good, _zeta_pos, s, q)
     neg = finite & (q < 0) & ~_is_int(xp, q) & _is_int(xp, s)
     _masked(xp, out, neg, _zeta_neg_q, s, q)
-    out = xp.where((s >= 1) & (q <= 0) & _is_int(xp, q), xp.inf, out)
+    out = xp.where(~(s < 1) & (q <= 0) & _is_int(xp, q), xp.inf, out)  # as scipy, nan s too
     out = xp.where(s == 1, xp.inf, out)
     out = xp.where((s > 1) & (q == xp.inf), 0.0, out)
     # s = +inf: q^-s is the whole sum (0, 1 or inf for q >1, ==1, <1)
@@ -455,7 +455,7 @@ def polygamma(xp, n, x):
 # --------------------------------------------------------------------------
 # regularized incomplete gamma
 
-_IGAMMA_MAX_ITER = 4000  # enough for a up to ~2e5 near x ~ a
+_IGAMMA_MAX_ITER = 10000  # enough for a up to ~1e6 when x is near a
 _IGAMMA_CHECK_EVERY = 8
 
 
@@ -489,48 +489,83 @@ def _gamma_kernel(xp, a, x):
     return out
 
 
+def _run_to_convergence(xp, step, state):
+    """Apply ``state, done = step(i, state)`` for i = 1, 2, ... (up to the
+    cap).  Every few steps the elements flagged done leave the working set, so
+    slow elements do not make the others iterate.  Returns per element the
+    step count at which it left (0: never converged) and its final state."""
+    size = state[0].shape[0]
+    steps, idx = xp.zeros(size, dtype=xp.int64), xp.arange(size)
+    final = [xp.empty_like(v) for v in state]
+    done = xp.zeros(size, dtype=bool)
+    for i in range(1, _IGAMMA_MAX_ITER + 1):
+        state, now = step(i, state)
+        done = done | now
+        if i % _IGAMMA_CHECK_EVERY == 0 or i == _IGAMMA_MAX_ITER:
+            for f, v in zip(final, state):
+                f[idx[done]] = v[done]
+            steps[idx[done]] = i
+            idx, done, state = idx[~done], done[~done], [v[~done] for v in state]
+            if idx.size == 0:
+                break
+    for f, v in zip(final, state):  # never converged
+        f[idx] = v
+    return steps, final
+
+
 def _igamma_series(xp, a, x):
     """P(a, x) = x^a e^-x / Gamma(a+1) sum_n x^n / ((a+1)...(a+n)), for x < a + 1."""
-    term, total, ap = xp.ones_like(a), xp.ones_like(a), a
-    for i in range(_IGAMMA_MAX_ITER):
+    def step(i, state):
+        ap, term, total, x = state
         ap = ap + 1.0
         term = term * x / ap
-        total = total + term
-        if i % _IGAMMA_CHECK_EVERY == 0 and not bool(xp.any(term > _EPS * total)):
-            break
-    return _gamma_kernel(xp, a, x) * total
+        return (ap, term, total + term, x), term <= _EPS * (total + term)
+
+    ones = xp.ones_like(a)
+    steps, (_, _, total, _) = _run_to_convergence(xp, step, (a, ones, ones, x))
+    return xp.where(steps > 0, _gamma_kernel(xp, a, x) * total, xp.nan)
 
 
-def _cf_length(xp, a, x):
-    """Number of terms after which the modified Lentz iteration of the
-    continued fraction below has converged for every element (capped)."""
+def _cf_lengths(xp, a, x):
+    """Per element, the number of terms after which the modified Lentz
+    iteration of the continued fraction below has converged (0: never)."""
     tiny = 1e-300
-    b = x + 1.0 - a
-    c = xp.full_like(a, 1.0 / tiny)
-    d = 1.0 / b
-    done = xp.zeros(a.shape, dtype=bool)
-    for i in range(1, _IGAMMA_MAX_ITER):
+
+    def step(i, state):
+        a, b, c, d = state
         an = -i * (i - a)
         b = b + 2.0
         d = an * d + b
         d = 1.0 / xp.where(xp.abs(d) < tiny, tiny, d)
         c = b + an / c
         c = xp.where(xp.abs(c) < tiny, tiny, c)
-        done = done | (xp.abs(c * d - 1.0) <= 4 * _EPS)
-        if i % _IGAMMA_CHECK_EVERY == 0 and bool(xp.all(done)):
-            break
-    return i
+        return (a, b, c, d), xp.abs(c * d - 1.0) <= 4 * _EPS
+
+    b = x + 1.0 - a
+    return _run_to_convergence(xp, step, (a, b, xp.full_like(a, 1.0 / tiny), 1.0 / b))[0]
 
 
 def _igammac_cf(xp, a, x):
     """Q(a, x) = a x^a e^-x / Gamma(a+1) / (x+1-a - 1(1-a)/(x+3-a - 2(2-a)/(x+5-a - ...))),
-    for x >= a + 1.  Lentz's forward iteration finds how many terms are
-    needed; the fraction is then evaluated backwards, which rounds far less
-    than multiplying the forward ratios together."""
+    for x >= a + 1.  Lentz's forward iteration finds how many terms each
+    element needs; the fraction is then evaluated backwards (rounding far less
+    than multiplying the forward ratios), longest fractions first so that
+    step k only touches the prefix of elements that need term k."""
+    steps = _cf_lengths(xp, a, x)
+    order = xp.argsort(-steps)
+    a, x, steps = a[order], x[order], steps[order]
+    # Lentz stops once one term changes the value by < 4 EPS; slowly converging
+    # fractions (small x) still drift after that, hence the 50% margin
+    n = xp.where(steps > 0, steps + steps // 2 + 16, 0)
+    n_max = int(n[0]) if n.size else 0
+    counts = xp.searchsorted(-n, -xp.arange(n_max, 0, -1), side="right").tolist()
     t = xp.zeros_like(a)
-    for k in range(_cf_length(xp, a, x) + 8, 0, -1):
-        t = (-k * (k - a)) / (x + (2 * k + 1) - a + t)
-    return a * _gamma_kernel(xp, a, x) / (x + 1.0 - a + t)
+    for k, m in zip(range(n_max, 0, -1), counts):
+        t[:m] = (-k * (k - a[:m])) / (x[:m] + (2 * k + 1) - a[:m] + t[:m])
+    q = xp.where(steps > 0, a * _gamma_kernel(xp, a, x) / (x + 1.0 - a + t), xp.nan)
+    out = xp.empty_like(q)
+    out[order] = q
+    return out
 
 
 def _igammac_small_a(xp, a, x):
@@ -569,9 +604,10 @@ def _igamma_pq(xp, a, x):
 def igamma(xp, a, x):
     """Regularized lower incomplete gamma P(a, x) (scipy.special.gammainc).
 
-    nan for a < 0, x < 0, a == x == 0 or a == x == inf.  Accurate for a up to
-    ~2e5; beyond that the series/continued fraction hit the iteration cap
-    when x is close to a."""
+    nan for a < 0, x < 0, a == x == 0 or a == x == inf, and where the series
+    or continued fraction does not converge within 10000 terms: that needs
+    a > ~1e6 with |x - a| < ~10 sqrt(a) (a uniform asymptotic expansion would
+    be needed there)."""
     return _igamma_pq(xp, a, x)[0]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from ember.backends import cpu as _cpu
 from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
+from ember.errors import ConcretizationError
 
 __all__ = ["Primitive", "Trace", "Tracer", "PRIMITIVES", "new_trace", "trace_stack"]
 
@@ -154,6 +155,18 @@ class Tracer(Array):
     @property
     def weak_type(self):
         return self.aval.weak_type
+
+    def _concrete(self, what: str):
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but got a traced value {self.aval.str_short()} "
+            f"inside {type(self._trace).__name__}; for data-dependent choices use ember.numpy.where or lax.cond, "
+            "or make the argument static"
+        )
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}> by {type(self._trace).__name__}"
+
+    __str__ = __repr__
 
 
 def find_top_trace(args: Sequence[Any], stack: list[Trace]) -> Trace | None:

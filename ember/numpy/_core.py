@@ -45,6 +45,8 @@ def promote_args(op: str, *args) -> list[Array]:
         fast = _promote_pair_fast(op, *args)
         if fast is not None:
             return fast
+    elif len(args) == 1 and isinstance(args[0], Array):
+        return [args[0]]
     kinds = [_dtype_and_weak(x) for x in args]
     dtype, weak = dtypes.promote(*kinds)
     return [_to(op, x, dtype, weak) for x in args]
@@ -79,6 +81,8 @@ def _to(op: str, x, dtype: np.dtype, weak: bool) -> Array:
 
 def promote_inexact(op: str, *args) -> list[Array]:
     """Promote, then move integer and bool results to the default float dtype (as NumPy's true_divide)."""
+    if len(args) == 1 and isinstance(args[0], Array) and args[0].dtype.kind in "fcV":
+        return [args[0]]  # already inexact (V: bfloat16)
     xs = promote_args(op, *args)
     if not dtypes.is_inexact(xs[0].dtype):
         target = dtypes.default_float()

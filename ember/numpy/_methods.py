@@ -52,32 +52,60 @@ def _operator(fn, prim=None):
     """`a OP b` and `b OP a` for the ember.numpy function `fn` (primitive `prim` for the fast lane)."""
     fast = prim._fast if prim is not None else {}
 
+    def run_fast(self, x, y, weak):
+        # The kernel on raw buffers; None when anything is unusual (then `fn` decides).
+        try:
+            out = (prim._kernel or prim.kernel())(x, y)
+        except (ValueError, OverflowError):  # shapes that do not broadcast, ...: `fn` explains
+            return None
+        if type(out) is _ndarray and out.dtype is fast.get(self._value.dtype):
+            result = _new(Array)
+            result._value = out
+            result._weak = prim.keeps_weak and weak
+            return result
+        return None
+
     def forward(self, other):
-        # Fast lane, inlined because `a + b` on tiny arrays is dominated by
+        # Fast lanes, inlined because `a + b` on tiny arrays is dominated by
         # Python overhead: two concrete CPU arrays of one dtype the primitive
-        # accepts. Every other case goes through `fn`, which checks and promotes.
-        if type(other) is Array and type(self) is Array:
+        # accepts, or one such array and a Python float (or small int) on a
+        # float array, which NumPy 2 treats as weakly typed, as JAX does.
+        if type(self) is Array and prim is not None:
             x = self._value
-            y = other._value
-            out_dtype = fast.get(x.dtype)
-            if out_dtype is not None and y.dtype is x.dtype and type(x) is _ndarray and type(y) is _ndarray:
-                try:
-                    out = (prim._kernel or prim.kernel())(x, y)
-                except ValueError:  # shapes that do not broadcast: `fn` explains
-                    return fn(self, other)
-                if type(out) is _ndarray and out.dtype is out_dtype:
-                    result = _new(Array)
-                    result._value = out
-                    result._weak = prim.keeps_weak and self._weak and other._weak
-                    return result
-        elif not _accepts(other):
+            if type(other) is Array:
+                y = other._value
+                if y.dtype is x.dtype and x.dtype in fast and type(x) is _ndarray and type(y) is _ndarray:
+                    out = run_fast(self, x, y, self._weak and other._weak)
+                    if out is not None:
+                        return out
+            elif _scalar_keeps_dtype(other, x) and x.dtype in fast:
+                out = run_fast(self, x, x.dtype.type(other), self._weak)
+                if out is not None:
+                    return out
+        if not _accepts(other):
             return NotImplemented
         return fn(self, other)
 
     def reflected(self, other):
+        if type(self) is Array and prim is not None and _scalar_keeps_dtype(other, self._value) and self._value.dtype in fast:
+            out = run_fast(self, self._value.dtype.type(other), self._value, self._weak)
+            if out is not None:
+                return out
         return fn(other, self) if _accepts(other) else NotImplemented
 
     return forward, reflected
+
+
+_FLOAT_BUFFERS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _scalar_keeps_dtype(other, x) -> bool:
+    """A Python float, or an int that fits int32, meeting a float/complex NumPy buffer
+    (then the scalar converts to the buffer's dtype exactly as JAX's weak typing does)."""
+    kind = type(other)
+    if kind is float or (kind is int and -(2**31) <= other < 2**31):
+        return type(x) is _ndarray and x.dtype in _FLOAT_BUFFERS
+    return False
 
 
 _BINARY = {

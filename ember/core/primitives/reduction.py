@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.primitive import Primitive
-from ember.core.primitives._rules import ANY, BOOL_OR_INT, NUMERIC, REAL, DTypes, check_axes, check_dtype
+from ember.core.primitives._rules import BOOL_OR_INT, NUMERIC, REAL, DTypes, check_axes, check_dtype
 from ember.errors import DTypeError, ShapeError
 
 
