@@ -13,7 +13,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
+from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 
 __all__ = ["Array", "Device", "CPU", "wrap"]
 

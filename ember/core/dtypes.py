@@ -102,31 +102,28 @@ def x64_enabled() -> bool:
     return config.enable_x64
 
 
-def canonicalize(dtype) -> np.dtype:
+def canonicalize(dtype, op: str = "dtype") -> np.dtype:
     """The dtype ember stores for `dtype`: 64-bit types become 32-bit unless x64 is on.
 
     >>> canonicalize(np.float64)
     dtype('float32')
     """
-    dtype = to_dtype(dtype)
+    dtype = to_dtype(dtype, op)
     if not config.enable_x64:
         return _TO_32.get(dtype, dtype)
     return dtype
 
 
-def to_dtype(dtype) -> np.dtype:
+def to_dtype(dtype, op: str = "dtype") -> np.dtype:
     """Turn anything NumPy accepts as a dtype (plus "bfloat16") into a supported np.dtype."""
     if type(dtype) is np.dtype and dtype in _NAMES:
         return dtype
     try:
         result = np.dtype(dtype)
     except TypeError:
-        raise DTypeError(f"{dtype!r} is not a dtype ember understands; use e.g. 'float32' or ember.numpy.float32") from None
+        raise DTypeError(f"{op}: {dtype!r} is not a dtype ember understands; use e.g. 'float32' or ember.numpy.float32") from None
     if result not in _NAMES:
-        raise DTypeError(
-            f"dtype {result} is not supported by ember; supported dtypes: "
-            f"{', '.join(str(d) for d in ALL)}"
-        )
+        raise DTypeError(f"{op}: dtype {result} is not supported by ember; supported dtypes: {', '.join(str(d) for d in ALL)}")
     return result
 
 

@@ -134,7 +134,7 @@ def integer_pow(x: ArrayLike, y: int) -> Array:
     >>> lax.integer_pow(enp.asarray([2.0, 3.0]), 3)
     """
     (x,) = operands("integer_pow", (x,))
-    return ew.integer_pow_p.bind(x, y=int(y))
+    return ew.integer_pow_p.bind(x, y=y)
 
 
 class RoundingMethod:
@@ -185,7 +185,7 @@ def convert_element_type(operand: ArrayLike, new_dtype) -> Array:
     >>> lax.convert_element_type(enp.asarray([1.7, -1.7]), "int32")
     """
     (x,) = operands("convert_element_type", (operand,))
-    return convert(x, dtypes.canonicalize(new_dtype))
+    return convert(x, dtypes.canonicalize(new_dtype, "convert_element_type"))
 
 
 def bitcast_convert_type(operand: ArrayLike, new_dtype) -> Array:

@@ -22,8 +22,11 @@ def _one(op: str, x) -> Array:
     return operands(op, (x,))[0]
 
 
-def _ints(values) -> tuple[int, ...]:
-    return tuple(int(v) for v in values)
+def _ints(values, op: str = "lax", what: str = "a sequence of ints") -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in values)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{op}: expected {what}, got {values!r}") from None
 
 
 def iota(dtype, size: int) -> Array:
@@ -84,7 +87,7 @@ def reshape(operand: ArrayLike, new_sizes: Shape, dimensions: Sequence[int] | No
     >>> lax.reshape(enp.arange(6), (2, 3))
     """
     x = _one("reshape", operand)
-    new_sizes = _ints(new_sizes)
+    new_sizes = _ints(new_sizes, "reshape", "new_sizes as a sequence of ints")
     dims = None if dimensions is None else _ints(dimensions)
     if x.shape == new_sizes and (dims is None or dims == tuple(range(x.ndim))):
         return x
@@ -156,7 +159,7 @@ def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[t
     """
     x, value = operands("pad", (operand, padding_value))
     config = tuple(_ints(c) for c in padding_config)
-    if all(c == (0, 0, 0) for c in config) and len(config) == x.ndim:
+    if all(c == (0, 0, 0) for c in config) and len(config) == x.ndim and value.ndim == 0 and value.dtype == x.dtype:
         return x
     return st.pad_p.bind(x, value, padding_config=config)
 

@@ -23,20 +23,24 @@ def asarray(a: ArrayLike, dtype=None) -> Array:
     >>> asarray([1.0, 2.0]).dtype
     dtype('float32')
     """
-    x = from_host(a, "asarray") if not isinstance(a, Array) else a
+    return _asarray(a, dtype, "asarray")
+
+
+def _asarray(a, dtype, op: str) -> Array:
+    x = from_host(a, op) if not isinstance(a, Array) else a
     if dtype is not None:
-        x = convert(x, dtypes.canonicalize(dtype))
+        x = convert(x, dtypes.canonicalize(dtype, op))
     return x
 
 
-def _dtype_and_weak(x) -> tuple[np.dtype, bool]:
+def _dtype_and_weak(x, op: str = "asarray") -> tuple[np.dtype, bool]:
     if isinstance(x, Array):
         return x.dtype, x.weak_type
     if type(x) in _PY_SCALARS:
         return dtypes.python_scalar_dtype(x), type(x) is not bool
     if isinstance(x, (np.ndarray, np.generic)):
         return dtypes.to_dtype(x.dtype), False
-    return from_host(x).dtype, False
+    return from_host(x, op).dtype, False
 
 
 def promote_args(op: str, *args) -> list[Array]:
@@ -47,7 +51,7 @@ def promote_args(op: str, *args) -> list[Array]:
             return fast
     elif len(args) == 1 and isinstance(args[0], Array):
         return [args[0]]
-    kinds = [_dtype_and_weak(x) for x in args]
+    kinds = [_dtype_and_weak(x, op) for x in args]
     dtype, weak = dtypes.promote(*kinds)
     return [_to(op, x, dtype, weak) for x in args]
 
@@ -76,7 +80,7 @@ _KEEPS_DTYPE = {
 def _to(op: str, x, dtype: np.dtype, weak: bool) -> Array:
     if type(x) in _PY_SCALARS:
         return scalar_as(x, dtype, op)
-    return convert(asarray(x), dtype, weak)
+    return convert(_asarray(x, None, op), dtype, weak)
 
 
 def promote_inexact(op: str, *args) -> list[Array]:

@@ -16,7 +16,7 @@ from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.numpy import _contract, _creation, _indexing, _reductions, _shape, _ufuncs
-from ember.numpy._core import asarray
+from ember.numpy._core import _asarray
 
 _PY_OK = (Array, bool, int, float, complex, list, tuple)
 _new = object.__new__
@@ -169,7 +169,7 @@ def _install_methods() -> None:
 
     def astype(self, dtype, copy: bool = False) -> Array:
         """This array converted to `dtype`."""
-        return asarray(self, dtype)
+        return _asarray(self, dtype, "astype")
 
     def reshape(self, *shape, order: str = "C") -> Array:
         """This array with a new shape; `x.reshape(2, 3)` and `x.reshape((2, 3))` both work."""

@@ -65,7 +65,7 @@ def to_real(dtype: np.dtype) -> np.dtype:
 def check_dtype(op: str, aval: ShapedArray, allowed: DTypes, what: str = "operand") -> None:
     if aval.dtype not in allowed:
         hint = "convert it with x.astype(...)" if allowed.members else ""
-        raise DTypeError(f"{op}: {what} has dtype {aval.dtype} ({describe(aval)}), but {op} accepts {allowed.name}; {hint}")
+        raise DTypeError(f"{op}: {what} {describe(aval)} has dtype {aval.dtype}, but {op!r} accepts only {allowed.name}; {hint}")
 
 
 def check_same_dtypes(op: str, avals: Sequence[ShapedArray]) -> np.dtype:
@@ -99,7 +99,8 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def normalize_axis(op: str, axis: int, ndim: int) -> int:
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise InvalidArgumentError(f"{op}: axis {axis} is out of range for an array of rank {ndim}")
+        valid = f"valid axes are {-ndim} to {ndim - 1}" if ndim else "a 0-d array takes only axis 0"
+        raise InvalidArgumentError(f"{op}: axis {axis} is out of range for an array of rank {ndim}; {valid}")
     return axis % ndim if ndim else 0
 
 
@@ -108,9 +109,12 @@ def check_axes(op: str, axes: Sequence[int], ndim: int) -> tuple[int, ...]:
     axes = tuple(int(a) for a in axes)
     for a in axes:
         if not 0 <= a < ndim:
-            raise InvalidArgumentError(f"{op}: axis {a} is out of range for an array of rank {ndim}")
+            valid = f"valid axes are 0 to {ndim - 1}" if ndim else "a 0-d array has no axes"
+            raise InvalidArgumentError(
+                f"{op}: axis {a} is out of range for an array of rank {ndim}; {valid} (primitives take non-negative axes)"
+            )
     if len(set(axes)) != len(axes):
-        raise InvalidArgumentError(f"{op}: repeated axis in {axes}")
+        raise InvalidArgumentError(f"{op}: repeated axis in {axes}; each axis may appear once")
     return axes
 
 

@@ -87,8 +87,8 @@ integer_pow_p = Elementwise("integer_pow", NUMERIC)
 
 def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
     check_dtype("integer_pow", x, NUMERIC)
-    if not isinstance(y, (int, np.integer)):
-        raise InvalidArgumentError(f"integer_pow: the exponent must be a Python int, got {y!r}")
+    if not isinstance(y, (int, np.integer)) or isinstance(y, (bool, np.bool_)):
+        raise DTypeError(f"integer_pow: the exponent must be a Python int, got {y!r}; use lax.pow for other exponents")
     if y < 0 and dtypes.is_integer(x.dtype):
         raise InvalidArgumentError(
             f"integer_pow: negative exponent {y} on integer operand {describe(x)}; convert to a float dtype first"
