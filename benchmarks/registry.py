@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ BASELINE = "numpy"
 @dataclass(frozen=True)
 class Workload:
     name: str
-    setup: Callable[["Env"], Impls]
+    setup: Callable[[Env], Impls]
     family: str = "misc"
     description: str = ""
     #: ember/numpy ratio the design targets (shown in the table; never asserted).
@@ -60,7 +61,7 @@ class Workload:
 REGISTRY: dict[str, Workload] = {}
 
 
-def register(name: str, setup: Callable[["Env"], Impls], **kwargs: Any) -> Workload:
+def register(name: str, setup: Callable[[Env], Impls], **kwargs: Any) -> Workload:
     if name in REGISTRY:
         raise ValueError(f"benchmark workload {name!r} is registered twice")
     w = Workload(name=name, setup=setup, **kwargs)
@@ -68,10 +69,10 @@ def register(name: str, setup: Callable[["Env"], Impls], **kwargs: Any) -> Workl
     return w
 
 
-def workload(name: str, **kwargs: Any) -> Callable[[Callable[["Env"], Impls]], Callable[["Env"], Impls]]:
+def workload(name: str, **kwargs: Any) -> Callable[[Callable[[Env], Impls]], Callable[[Env], Impls]]:
     """Decorator form of :func:`register`; returns the setup function unchanged."""
 
-    def deco(setup: Callable[["Env"], Impls]) -> Callable[["Env"], Impls]:
+    def deco(setup: Callable[[Env], Impls]) -> Callable[[Env], Impls]:
         register(name, setup, **kwargs)
         return setup
 
@@ -190,7 +191,7 @@ def same_op_impls(env: Env, expr: str, **arrays: Any) -> Impls:
         xp = namespace()
         scope = {"xp": xp, **{k: _convert(impl, env, v) for k, v in arrays.items()}}
         body = f"({expr}).block_until_ready()" if impl == "jax" else expr
-        impls[impl] = eval(f"lambda: {body}", scope)  # noqa: S307  (benchmark-authored expressions only)
+        impls[impl] = eval(f"lambda: {body}", scope)
     return impls
 
 

@@ -16,8 +16,9 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 

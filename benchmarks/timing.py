@@ -20,8 +20,9 @@ import gc
 import itertools
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 NULL = "<loop>"
 

@@ -5,11 +5,16 @@
 [0.0, 2.0, 4.0]
 """
 
-from ember import errors, tree
+from ember import (
+    errors,
+    lax,
+    numpy,
+    random,
+    tree,
+)
 from ember.config import config
-from ember.core import primitives as _primitives  # noqa: F401  (registers the primitive set)
+from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
-from ember import lax, numpy  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -26,4 +31,4 @@ def devices(platform: str | None = None) -> list[Device]:
     return [d for d in found if platform is None or d.platform == platform]
 
 
-__all__ = ["Array", "Device", "config", "devices", "errors", "lax", "numpy", "tree", "__version__"]
+__all__ = ["Array", "Device", "__version__", "config", "devices", "errors", "lax", "numpy", "tree"]

@@ -12,12 +12,13 @@ the shapes and dtypes involved, and what to do instead.
 from __future__ import annotations
 
 __all__ = [
-    "EmberError",
-    "ShapeError",
-    "DTypeError",
-    "InvalidArgumentError",
-    "EmberOverflowError",
+    "ArgumentTypeError",
     "ConcretizationError",
+    "DTypeError",
+    "EmberError",
+    "EmberOverflowError",
+    "InvalidArgumentError",
+    "ShapeError",
     "TracerLeakError",
 ]
 
@@ -48,4 +49,8 @@ class TracerLeakError(EmberError, RuntimeError):
 
 class InvalidArgumentError(EmberError, ValueError):
     """An argument has an invalid value (an axis out of range, a bad spec)."""
+
+
+class ArgumentTypeError(EmberError, TypeError):
+    """A non-array argument has the wrong Python type (a string where a shape or a number belongs)."""
 

@@ -24,30 +24,52 @@ from ember.core.pytree import (
     keystr,
     register_dataclass,
     register_node,
-    tree_all as all,
-    tree_flatten as flatten,
-    tree_flatten_with_path as flatten_with_path,
-    tree_leaves as leaves,
-    tree_leaves_with_path as leaves_with_path,
-    tree_map as map,
-    tree_map_with_path as map_with_path,
-    tree_reduce as reduce,
-    tree_structure as structure,
-    tree_transpose as transpose,
-    tree_unflatten as unflatten,
     treedef_children,
     treedef_is_leaf,
     treedef_tuple,
 )
+from ember.core.pytree import (
+    tree_all as all,
+)
+from ember.core.pytree import (
+    tree_flatten as flatten,
+)
+from ember.core.pytree import (
+    tree_flatten_with_path as flatten_with_path,
+)
+from ember.core.pytree import (
+    tree_leaves as leaves,
+)
+from ember.core.pytree import (
+    tree_leaves_with_path as leaves_with_path,
+)
+from ember.core.pytree import (
+    tree_map as map,
+)
+from ember.core.pytree import (
+    tree_map_with_path as map_with_path,
+)
+from ember.core.pytree import (
+    tree_reduce as reduce,
+)
+from ember.core.pytree import (
+    tree_structure as structure,
+)
+from ember.core.pytree import (
+    tree_transpose as transpose,
+)
+from ember.core.pytree import (
+    tree_unflatten as unflatten,
+)
 
 __all__ = [
-    "PyTreeDef",
-    "SequenceKey",
     "DictKey",
-    "GetAttrKey",
     "FlattenedIndexKey",
+    "GetAttrKey",
     "KeyEntry",
     "KeyPath",
+    "PyTreeDef",
+    "SequenceKey",
     "all",
     "broadcast_prefix",
     "flatten",

@@ -8,6 +8,23 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+def pytest_configure(config):
+    # `pytest -m full` means "everything, the extended tier included"; a plain
+    # run leaves out the tests marked full.
+    config._ember_full = config.option.markexpr == "full"
+    if config._ember_full:
+        config.option.markexpr = ""
+
+
+def pytest_collection_modifyitems(config, items):
+    if config._ember_full:
+        return
+    kept = [item for item in items if item.get_closest_marker("full") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("full") is not None])
+        items[:] = kept
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not any("test_op_db" in str(arg) or arg in ("tests", "tests/") for arg in config.args) and config.args:
         return

@@ -132,8 +132,11 @@ BINARY_SHAPES = [((), ()), ((4,), (4,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((0,)
 
 
 def make_array(rng: np.random.Generator, shape, dtype, low=None, high=None) -> np.ndarray:
-    """Random values of `dtype` in [low, high) (sensible defaults per kind)."""
-    dtype = np.dtype(dtype)
+    """Random values of `dtype` in [low, high) (sensible defaults per kind), always an ndarray."""
+    return np.asarray(_random_values(rng, shape, np.dtype(dtype), low, high))
+
+
+def _random_values(rng, shape, dtype, low, high):
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
@@ -218,7 +221,8 @@ def to_float(dtype):
 def _load_families() -> None:
     import importlib
 
-    for module in ("op_db_lax", "op_db_enp_ufuncs", "op_db_enp_other"):
+    for module in ("op_db_lax", "op_db_indexing", "op_db_take", "op_db_enp_ufuncs", "op_db_enp_other", "op_db_sorting",
+                   "op_db_random", "op_db_conv"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as err:

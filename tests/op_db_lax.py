@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.special as sc
-
-from ember import lax
 from op_db import (
     ALL,
     BF16,
@@ -34,6 +32,8 @@ from op_db import (
     unary_samples,
     with_specials,
 )
+
+from ember import lax
 
 SIGNED_OR_INEXACT = SIGNED + INEXACT
 REAL_NUMERIC = INTEGER + FLOATING

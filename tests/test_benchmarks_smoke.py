@@ -13,8 +13,8 @@ _ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # `benchmarks` is a top-level package of the checkout, not installed
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks import run as brun  # noqa: E402
-from benchmarks.registry import Env, load_all, to_numpy  # noqa: E402
+from benchmarks import run as brun
+from benchmarks.registry import Env, load_all, to_numpy
 
 WORKLOADS = load_all()
 

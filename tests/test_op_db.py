@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_db import ALL, OPS, SIXTY_FOUR_BIT, upcast
 
 import ember
 import ember.lax
 import ember.numpy as enp
-from op_db import ALL, OPS, SIXTY_FOUR_BIT, upcast
+import ember.scipy.special
 
 CELLS = [(op, dtype) for op in OPS for dtype in ALL]
 
@@ -49,8 +50,18 @@ def _compare(op, dtype, sample, got, want) -> None:
 
 @pytest.mark.parametrize("cell", CELLS, ids=_id)
 def test_eager(cell):
-    op, dtype = cell
-    rng = np.random.default_rng(abs(hash((op.name, dtype.name))) % 2**32)
+    _check_eager(*cell, seed=0)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("cell", CELLS, ids=_id)
+def test_eager_more_samples(cell, seed):
+    _check_eager(*cell, seed=seed)
+
+
+def _check_eager(op, dtype, seed: int) -> None:
+    rng = np.random.default_rng([seed, *map(ord, op.name + dtype.name)])
     with ember.config.x64(dtype in SIXTY_FOUR_BIT):
         samples = op.samples(rng, dtype)
         assert samples, f"{op.name} has no samples for {dtype}"
@@ -78,6 +89,7 @@ NOT_OPS = {
         "broadcast_shapes": "a shape query (test_promotion.py broadcasting properties)",
     },
     "lax": {"RoundingMethod": "a constants class"},
+    "scipy.special": {},
 }  # fmt: skip
 
 
@@ -95,7 +107,8 @@ def _public_functions(module, prefix: str) -> set[str]:
 
 def test_every_public_function_has_an_entry():
     covered = {op.name for op in OPS} | {f"{op.name.split('.')[0]}.{a}" for op in OPS for a in op.aliases}
-    missing = sorted(f"{p}.{n}" for p, m in (("enp", enp), ("lax", ember.lax)) for n in _public_functions(m, p)
+    modules = (("enp", enp), ("lax", ember.lax), ("scipy.special", ember.scipy.special))
+    missing = sorted(f"{p}.{n}" for p, m in modules for n in _public_functions(m, p)
                      if f"{p}.{n}" not in covered)  # fmt: skip
     assert not missing, f"public functions without an op_db entry: {missing}"
 

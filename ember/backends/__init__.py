@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Backend", "cpu", "available"]
+__all__ = ["Backend", "available", "cpu"]
 
 
 class Backend:
@@ -49,7 +49,7 @@ def available() -> dict[str, str]:
     """Each platform ember can see, with a word on its state."""
     found = {"cpu": f"NumPy {cpu.xp.__version__}"}
     try:
-        import cupy  # noqa: F401
+        import cupy
     except ImportError:
         found["cuda"] = "not available (CuPy is not installed: pip install 'ember[cuda]')"
     else:

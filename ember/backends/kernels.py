@@ -18,6 +18,10 @@ import ml_dtypes
 import numpy as np
 
 from ember.backends import special
+from ember.backends.kernels_conv import conv_kernels
+from ember.backends.kernels_indexing import make_indexing_kernels
+from ember.backends.kernels_random import make_random_kernels
+from ember.backends.kernels_sorting import sorting_kernels
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _UNSIGNED_OF = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -33,6 +37,10 @@ def make_kernels(xp: ModuleType) -> dict[str, Any]:
     k.update(_structural(xp))
     k.update(_reductions(xp))
     k["dot_general"] = lambda lhs, rhs, **p: dot_general(xp, lhs, rhs, **p)
+    k.update(make_indexing_kernels(xp))
+    k.update(sorting_kernels(xp))
+    k.update(make_random_kernels(xp))
+    k.update(conv_kernels(xp))
     return k
 
 
@@ -193,7 +201,7 @@ def convert(xp, x, dtype):
 def bitcast(xp, x, dtype):
     dtype = np.dtype(dtype)
     old, new = x.dtype.itemsize, dtype.itemsize
-    x = xp.ascontiguousarray(x)
+    x = xp.ascontiguousarray(x).reshape(x.shape)  # ascontiguousarray makes 0-d arrays 1-d
     if old == new:
         return x.view(dtype)
     if old > new:

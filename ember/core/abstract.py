@@ -22,7 +22,7 @@ class ShapedArray:
     f32[2,3]
     """
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("dtype", "shape", "weak_type")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False):
         self.shape = tuple(shape)

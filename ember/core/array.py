@@ -15,13 +15,13 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 
-__all__ = ["Array", "Device", "CPU", "wrap"]
+__all__ = ["CPU", "Array", "Device", "wrap"]
 
 
 class Device:
     """A place arrays live: ``cpu:0`` (NumPy) or, with the CUDA backend, ``cuda:N``."""
 
-    __slots__ = ("platform", "id")
+    __slots__ = ("id", "platform")
 
     def __init__(self, platform: str, id: int = 0):
         self.platform = platform

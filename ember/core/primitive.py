@@ -22,7 +22,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
 from ember.errors import ConcretizationError
 
-__all__ = ["Primitive", "Trace", "Tracer", "PRIMITIVES", "new_trace", "trace_stack"]
+__all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "new_trace", "trace_stack"]
 
 PRIMITIVES: dict[str, Primitive] = {}
 
@@ -49,7 +49,7 @@ class Primitive:
     Kernels live in the backends, keyed by `name`.
     """
 
-    __slots__ = ("name", "multiple_results", "abstract_eval", "jvp", "transpose", "batch", "_kernel")
+    __slots__ = ("_kernel", "abstract_eval", "batch", "jvp", "multiple_results", "name", "transpose")
 
     def __init__(self, name: str, multiple_results: bool = False):
         if name in PRIMITIVES:

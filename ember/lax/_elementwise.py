@@ -144,7 +144,7 @@ class RoundingMethod:
     TO_NEAREST_EVEN = ew.ROUND_TO_NEAREST_EVEN
 
 
-def round(x: ArrayLike, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Array:  # noqa: A001
+def round(x: ArrayLike, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Array:
     """Round to the nearest integer, ties away from zero (default) or to even.
 
     >>> lax.round(enp.asarray([0.5, 1.5, 2.5]))
@@ -170,7 +170,7 @@ def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Array:
     return select_n(pred, on_false, on_true)
 
 
-def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002
+def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:
     """min(max(x, lo), hi) with scalar or same-shaped bounds.
 
     >>> lax.clamp(0.0, enp.asarray([-1.0, 0.5, 2.0]), 1.0)

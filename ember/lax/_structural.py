@@ -164,7 +164,7 @@ def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[t
     return st.pad_p.bind(x, value, padding_config=config)
 
 
-def slice(operand: ArrayLike, start_indices: Shape, limit_indices: Shape, strides: Shape | None = None) -> Array:  # noqa: A001
+def slice(operand: ArrayLike, start_indices: Shape, limit_indices: Shape, strides: Shape | None = None) -> Array:
     """The static slice operand[start:limit:stride] in every dimension.
 
     >>> lax.slice(enp.arange(10), (2,), (8,), (2,))

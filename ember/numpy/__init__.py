@@ -4,6 +4,7 @@ Also the Python array API namespace of ember arrays (``x.__array_namespace__()``
 Promotion follows JAX's lattice; 64-bit types need ``ember.config`` x64.
 """
 
+from ember.numpy import _methods
 from ember.numpy._contract import dot, einsum, inner, kron, matmul, matvec, outer, tensordot, vdot, vecdot, vecmat
 from ember.numpy._core import asarray
 from ember.numpy._creation import (
@@ -28,8 +29,10 @@ from ember.numpy._creation import (
     zeros,
     zeros_like,
 )
-from ember.numpy._dtypes import *  # noqa: F403
+from ember.numpy._dtypes import *
 from ember.numpy._dtypes import can_cast, finfo, iinfo, isdtype, issubdtype, promote_types, result_type
+from ember.numpy._math import *
+from ember.numpy._math import round
 from ember.numpy._reductions import (
     all,
     amax,
@@ -66,6 +69,7 @@ from ember.numpy._shape import (
     matrix_transpose,
     moveaxis,
     ndim,
+    pad,
     permute_dims,
     ravel,
     reshape,
@@ -79,9 +83,25 @@ from ember.numpy._shape import (
     vsplit,
     vstack,
 )
-from ember.numpy._ufuncs import *  # noqa: F403
-from ember.numpy._ufuncs import abs, divmod  # noqa: A004  (NumPy's names)
-from ember.numpy import _methods
+from ember.numpy._sorting import *
+from ember.numpy._take import (
+    argwhere,
+    diagonal,
+    flatnonzero,
+    flip,
+    fliplr,
+    flipud,
+    nonzero,
+    put_along_axis,
+    repeat,
+    roll,
+    take,
+    take_along_axis,
+    tile,
+    trace,
+)
+from ember.numpy._ufuncs import *
+from ember.numpy._ufuncs import abs, divmod, pow
 
 _methods.install()
 del _methods

@@ -14,9 +14,11 @@ import opt_einsum
 
 from ember import lax
 from ember.core.array import Array
+from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
+from ember.core.primitives._rules import normalize_axis
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.numpy._core import ArrayLike, promote_args
-from ember.numpy._shape import broadcast_shapes, broadcast_to, ravel, reshape
+from ember.numpy._shape import broadcast_to, moveaxis, ravel, reshape
 from ember.numpy._ufuncs import conjugate, multiply
 
 
@@ -38,9 +40,14 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, precision=None, preferred_element
     if b.ndim <= 2:  # no batch on the right: one plain contraction, whatever a's leading axes
         return lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())), **kw)
     vector_a = a.ndim == 1
+    x1_shape = a.shape
     if vector_a:
         a = reshape(a, (1, a.shape[0]))
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    try:
+        batch = _broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+    except ShapeError:
+        raise ShapeError(f"matmul: the batch dimensions of {x1_shape} and {b.shape} do not broadcast "
+                         f"({a.shape[:-2]} vs {b.shape[:-2]}; NumPy's rule: trailing dimensions must be equal or 1)") from None
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
     nb = len(batch)
@@ -69,20 +76,30 @@ def vdot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=N
     >>> vdot(asarray([1 + 1j]), asarray([1 + 1j]))
     """
     a, b = promote_args("vdot", a, b)
+    if a.size != b.size:
+        raise ShapeError(f"vdot: the flattened operands differ in length: shapes {a.shape} ({a.size} elements) and {b.shape} ({b.size})")
     return dot(conjugate(ravel(a)), ravel(b), precision=precision, preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
-    """sum(conj(x1) * x2) over `axis`, broadcasting the other axes.
+    """sum(conj(x1) * x2) over `axis`, broadcasting the other axes (the result keeps the promoted dtype).
 
-    >>> vecdot(ones((2, 3)), ones(3))
+    >>> vecdot(ones((2, 3)), ones(3)).tolist()
+    [3.0, 3.0]
     """
-    from ember.numpy._reductions import sum as _sum
-
     a, b = promote_args("vecdot", x1, x2)
-    if a.shape[axis] != b.shape[axis]:
-        raise ShapeError(f"vecdot: axis {axis} has sizes {a.shape[axis]} and {b.shape[axis]} in shapes {a.shape} and {b.shape}")
-    return _sum(multiply(conjugate(a), b), axis=axis)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"vecdot: operands must be at least 1-d, got shapes {a.shape} and {b.shape}")
+    ndim = max(a.ndim, b.ndim)
+    if not -min(a.ndim, b.ndim) <= (axis - ndim if axis >= 0 else axis) < 0:
+        raise InvalidArgumentError(f"vecdot: axis {axis} is out of range for shapes {a.shape} and {b.shape}")
+    axis = axis - ndim if axis >= 0 else axis
+    a, b = moveaxis(a, axis, -1), moveaxis(b, axis, -1)
+    if a.shape[-1] != b.shape[-1]:
+        raise ShapeError(f"vecdot: axis {axis} has sizes {a.shape[-1]} and {b.shape[-1]} in shapes {tuple(a.shape)} and {tuple(b.shape)} (axis moved last)")
+    # (..., 1, n) @ (..., n, 1): one batched dot_general, so bool stays bool and integers keep their width.
+    out = matmul(lax.expand_dims(conjugate(a), (a.ndim - 1,)), lax.expand_dims(b, (b.ndim,)))
+    return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
 
 
 def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
@@ -94,6 +111,8 @@ def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     a, b = promote_args("matvec", x1, x2)
     if a.ndim < 2 or b.ndim < 1:
         raise ShapeError(f"matvec: needs a matrix and a vector, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-1]:
+        raise ShapeError(f"matvec: the matrix's last axis ({a.shape[-1]}) must match the vector's ({b.shape[-1]}); shapes {a.shape} and {b.shape}")
     return lax.squeeze(matmul(a, b[..., None]), (-1,))
 
 
@@ -106,6 +125,8 @@ def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     a, b = promote_args("vecmat", x1, x2)
     if a.ndim < 1 or b.ndim < 2:
         raise ShapeError(f"vecmat: needs a vector and a matrix, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"vecmat: the vector's last axis ({a.shape[-1]}) must match the matrix's second-to-last ({b.shape[-2]}); shapes {a.shape} and {b.shape}")
     return lax.squeeze(matmul(conjugate(a)[..., None, :], b), (-2,))
 
 
@@ -118,7 +139,9 @@ def inner(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=
     a, b = promote_args("inner", a, b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
-    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 1,)))
+    if a.shape[-1] != b.shape[-1]:
+        raise ShapeError(f"inner: the last axes differ in size: shapes {a.shape} and {b.shape}")
+    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 1,)), precision=precision, preferred_element_type=preferred_element_type)
 
 
 def outer(a: ArrayLike, b: ArrayLike, out=None) -> Array:
@@ -150,8 +173,14 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence = 2, *, precision
             raise InvalidArgumentError(f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}") from None
         ax_a = (ax_a,) if isinstance(ax_a, (int, np.integer)) else tuple(ax_a)
         ax_b = (ax_b,) if isinstance(ax_b, (int, np.integer)) else tuple(ax_b)
-        ax_a = tuple(int(x) % a.ndim if a.ndim else int(x) for x in ax_a)
-        ax_b = tuple(int(x) % b.ndim if b.ndim else int(x) for x in ax_b)
+        if len(ax_a) != len(ax_b):
+            raise InvalidArgumentError(f"tensordot: axes {axes!r} name {len(ax_a)} axes of a but {len(ax_b)} of b")
+        ax_a = tuple(normalize_axis("tensordot", int(x), a.ndim) for x in ax_a)
+        ax_b = tuple(normalize_axis("tensordot", int(x), b.ndim) for x in ax_b)
+    for i, j in zip(ax_a, ax_b):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(f"tensordot: axis {i} of a (size {a.shape[i]}) and axis {j} of b (size {b.shape[j]}) differ; "
+                             f"shapes {a.shape} and {b.shape}, axes={axes!r}")
     return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), precision=precision, preferred_element_type=preferred_element_type)
 
 
@@ -183,6 +212,9 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: str | bool = "auto",
     if not isinstance(subscripts, str):
         raise InvalidArgumentError("einsum: pass the subscripts string first, e.g. einsum('ij,jk->ik', a, b)")
     xs = promote_args("einsum", *operands)
+    bad = sorted({c for c in subscripts if not (c.isascii() and c.isalpha()) and c not in ",.->  "})
+    if bad:
+        raise InvalidArgumentError(f"einsum: subscripts {subscripts!r} hold {bad}; use letters, ',', '...' and '->'")
     try:
         inputs, output, _ = opt_einsum.parser.parse_einsum_input((subscripts, *[_Shaped(x.shape) for x in xs]))
     except (ValueError, TypeError) as err:
@@ -196,7 +228,8 @@ def einsum(subscripts: str, *operands: ArrayLike, optimize: str | bool = "auto",
             raise ShapeError(f"einsum: term {term!r} has {len(term)} indices but its operand has shape {x.shape}")
         for c, s in zip(term, x.shape):
             if sizes.setdefault(c, s) != s and s != 1 and sizes[c] != 1:
-                raise ShapeError(f"einsum: index {c!r} has sizes {sizes[c]} and {s} in {subscripts!r} with shapes {[x.shape for x in xs]}")
+                what = f"index {c!r}" if c in subscripts else "a broadcast (...) dimension"
+                raise ShapeError(f"einsum: {what} has sizes {sizes[c]} and {s} in {subscripts!r} with shapes {[x.shape for x in xs]}")
             sizes[c] = max(sizes[c], s)
     kw = dict(precision=precision, preferred_element_type=preferred_element_type)
     terms = list(zip(xs, names))
@@ -228,13 +261,18 @@ def _diagonal_and_sum(x: Array, term: str, keep: set[str], sizes) -> tuple[Array
         i = term.index(c)
         j = term.index(c, i + 1)
         mask = lax.eq(lax.broadcasted_iota("int32", x.shape, i), lax.broadcasted_iota("int32", x.shape, j))
-        x = lax.reduce_sum(lax.select(mask, x, lax.full(x.shape, 0, x.dtype)), (j,))
+        x = _sum(lax.select(mask, x, lax.full(x.shape, 0, x.dtype)), (j,))
         term = term[:j] + term[j + 1:]
     gone = [i for i, c in enumerate(term) if c not in keep]
     if gone:
-        x = lax.reduce_sum(x, gone)
+        x = _sum(x, gone)
         term = "".join(c for c in term if c in keep)
     return x, term
+
+
+def _sum(x: Array, axes) -> Array:
+    # A bool sum of products is "any" (as dot_general's bool contraction and NumPy's einsum).
+    return lax.reduce_or(x, axes) if x.dtype == np.bool_ else lax.reduce_sum(x, axes)
 
 
 def _contract(picked, keep: set[str], sizes, kw) -> tuple[Array, str]:

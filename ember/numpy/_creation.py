@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array, from_host
 from ember.core.primitives import elementwise as ew
-from ember.errors import InvalidArgumentError
+from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, asarray, dtype_arg
 
@@ -22,15 +23,15 @@ def _shape(shape: Shape, op: str) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(operator.index(s) for s in shape)
     except TypeError:
-        raise InvalidArgumentError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+        raise ArgumentTypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
     if any(s < 0 for s in shape):
         raise InvalidArgumentError(f"{op}: negative dimensions are not allowed, got shape {shape}")
     return shape
 
 
-def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0) -> Array:  # noqa: A002
+def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0) -> Array:
     """An Array from `object` (a copy; ember arrays are immutable, so copies are cheap to reason about).
 
     >>> array([[1, 2], [3, 4]], dtype="float32").shape
@@ -66,7 +67,7 @@ def zeros(shape: Shape, dtype=None) -> Array:
     >>> zeros((2, 3)).shape
     (2, 3)
     """
-    return full(shape, 0, dtype_arg(dtype) or dtypes.default_float())
+    return full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float())
 
 
 def ones(shape: Shape, dtype=None) -> Array:
@@ -74,7 +75,7 @@ def ones(shape: Shape, dtype=None) -> Array:
 
     >>> ones(3)
     """
-    return full(shape, 1, dtype_arg(dtype) or dtypes.default_float())
+    return full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float())
 
 
 def empty(shape: Shape, dtype=None) -> Array:
@@ -83,7 +84,7 @@ def empty(shape: Shape, dtype=None) -> Array:
     >>> empty(2).shape
     (2,)
     """
-    return zeros(shape, dtype)
+    return zeros(_shape(shape, "empty"), dtype)
 
 
 def _like(name: str, value):
@@ -119,6 +120,13 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     for v in (start, stop, step):
         if isinstance(v, Array) and not type(v) is Array:
             raise InvalidArgumentError("arange: start, stop and step must be concrete (static) values")
+    if dtype is not None and dtype_arg(dtype) == dtypes.bool_:
+        raise DTypeError("arange: bool cannot count; use a numeric dtype (e.g. arange(n) != 0 for a bool mask)")
+    for v in (start, stop, step):
+        if v is not None and not isinstance(v, (Array, int, float, np.number, np.ndarray)):
+            raise ArgumentTypeError(f"arange: start, stop and step must be real numbers, got {type(v).__name__} {v!r}")
+    if step is not None and not isinstance(step, Array) and step == 0:
+        raise InvalidArgumentError("arange: step must not be zero")
     values = np.arange(*[np.asarray(v) if isinstance(v, Array) else v for v in (start, stop, step) if v is not None])
     if dtype is None:
         result = from_host(values)
@@ -128,65 +136,148 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     return asarray(values, dtype)
 
 
+def _space_dtypes(start: Array, stop: Array, dtype) -> tuple[np.dtype, np.dtype]:
+    """The result dtype (given, or the inexact promotion of start and stop) and the dtype to compute in."""
+    if dtype is not None:
+        target = dtype_arg(dtype)
+    else:
+        target = dtypes.promote((start.dtype, start.weak_type), (stop.dtype, stop.weak_type), (dtypes.default_float(), True))[0]
+    return target, target if dtypes.is_inexact(target) else dtypes.default_float()
+
+
+def _as_result(out: Array, target: np.dtype) -> Array:
+    # NumPy and JAX floor before converting to an integer dtype (bool takes "nonzero").
+    if dtypes.is_integer(target) and not dtypes.is_integer(out.dtype):
+        out = lax.floor(out)
+    return convert(out, target)
+
+
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):  # fmt: skip
+             dtype=None, axis: int = 0) -> Array | tuple[Array, Array]:  # fmt: skip
     """`num` evenly spaced samples from `start` to `stop` (array endpoints broadcast).
 
-    >>> linspace(0.0, 1.0, 5)
+    Args:
+      start, stop: the first and last values (scalars or arrays, which broadcast).
+      num: how many samples (non-negative).
+      endpoint: include `stop` (else the samples stop one step short of it).
+      retstep: also return the step between samples.
+      dtype: the result dtype; by default the inexact promotion of start and stop. Integer results
+        are floored, as in NumPy and JAX.
+      axis: where the new axis of samples goes, for array endpoints.
+
+    Returns:
+      The samples, or (samples, step) with retstep.
+
+    >>> linspace(0.0, 1.0, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     from ember.numpy import _shape as sh
-    from ember.numpy._ufuncs import add, multiply, subtract
 
-    if num < 0:
-        raise InvalidArgumentError(f"linspace: num must be non-negative, got {num}")
+    num = _count("linspace", num)
     start, stop = asarray(start), asarray(stop)
-    target = dtype_arg(dtype) or dtypes.promote((start.dtype, False), (stop.dtype, False), (dtypes.default_float(), True))[0]
-    compute = dtypes.default_float() if not dtypes.is_inexact(target) else target
-    start, stop = convert(start, compute), convert(stop, compute)
+    target, compute = _space_dtypes(start, stop, dtype)
+    start, stop = sh.broadcast_arrays(convert(start, compute), convert(stop, compute))
+    shape = start.shape
     div = (num - 1) if endpoint else num
-    shape = sh.broadcast_shapes(start.shape, stop.shape)
-    steps = lax.iota(compute, num)
-    steps = sh.reshape(steps, (num,) + (1,) * len(shape))
-    delta = subtract(stop, start)
-    step = delta / div if div > 0 else full(shape, math.nan, compute)
-    out = add(start, multiply(steps, step)) if div > 0 else add(start, multiply(steps, delta))
-    if endpoint and num > 1:
-        out = sh.concatenate([out[:-1], sh.expand_dims(sh.broadcast_to(stop, shape), 0)], 0)
+    delta = lax.sub(stop, start)
+    if div > 0:
+        step = lax.div(delta, lax.full(shape, div, compute))
+        steps = lax.broadcast_in_dim(lax.iota(compute, num), (num, *shape), (0,))
+        out = lax.add(lax.broadcast_in_dim(start, (num, *shape), tuple(range(1, len(shape) + 1))),
+                      lax.mul(steps, lax.broadcast_in_dim(step, (num, *shape), tuple(range(1, len(shape) + 1)))))
+        if endpoint and num > 1:  # the last sample is exactly `stop`
+            out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), sh.expand_dims(stop, 0)], 0)
+    else:  # one sample with the endpoint, or none: no step (NaN, as NumPy and JAX)
+        step = lax.full(shape, math.nan, compute)
+        out = lax.broadcast_in_dim(start, (num, *shape), tuple(range(1, len(shape) + 1)))
     out = sh.moveaxis(out, 0, axis) if axis else out
-    out = convert(out, target) if out.dtype != target else out
+    out = _as_result(out, target)
     return (out, step) if retstep else out
 
 
-def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: float = 10.0,
-             dtype=None, axis: int = 0) -> Array:  # fmt: skip
-    """`base ** linspace(start, stop, num)`.
+def _count(op: str, num) -> int:
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise InvalidArgumentError(f"{op}: num must be an integer, got {num!r}") from None
+    if num < 0:
+        raise InvalidArgumentError(f"{op}: num must be non-negative, got {num}")
+    return num
 
-    >>> logspace(0.0, 2.0, 3)
+
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: ArrayLike = 10.0,
+             dtype=None, axis: int = 0) -> Array:  # fmt: skip
+    """`base ** linspace(start, stop, num)`: samples evenly spaced on a log scale.
+
+    Args:
+      start, stop: the exponents of the first and last values.
+      num, endpoint, axis: as for `linspace`.
+      base: the base of the powers (a scalar, or an array broadcasting with start and stop).
+      dtype: the result dtype; by default the inexact promotion of start and stop.
+
+    Returns:
+      The samples.
+
+    >>> logspace(0.0, 2.0, 3).tolist()
+    [1.0, 10.0, 100.0]
     """
+    from ember.numpy import _shape as sh
     from ember.numpy._ufuncs import power
 
-    exponents = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
-    out = power(asarray(base, exponents.dtype), exponents)
-    return out if dtype is None else asarray(out, dtype)
+    start, stop = asarray(start), asarray(stop)
+    target, compute = _space_dtypes(start, stop, dtype)
+    exponents = linspace(convert(start, compute), convert(stop, compute), num, endpoint, axis=axis)
+    if not isinstance(base, (int, float, complex)):
+        base = asarray(base)
+        if base.ndim:  # base broadcasts with start and stop, then gets the axis of samples
+            shape = sh.broadcast_shapes(start.shape, stop.shape, base.shape)
+            base = sh.expand_dims(sh.broadcast_to(base, shape), axis % (len(shape) + 1))
+    return convert(power(base, exponents), target)
 
 
 def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0) -> Array:
-    """Numbers spaced evenly on a log scale from `start` to `stop`.
+    """Samples from `start` to `stop` with a constant ratio (a geometric progression).
 
-    >>> geomspace(1.0, 100.0, 3)
+    Negative and complex endpoints work as in NumPy: the progression is computed for start / sign(start)
+    and rotated back, and the endpoints are exactly `start` and `stop`.
+
+    Args:
+      start, stop: the first and last values (non-zero).
+      num, endpoint, axis: as for `linspace`.
+      dtype: the result dtype; by default the inexact promotion of start and stop.
+
+    Returns:
+      The samples.
+
+    >>> geomspace(1.0, 16.0, 5).tolist()
+    [1.0, 2.0, 4.0, 8.0, 16.0]
     """
-    from ember.numpy._ufuncs import exp, log
+    from ember.numpy import _shape as sh
 
-    out = exp(linspace(log(start), log(stop), num, endpoint, axis=axis))
-    return out if dtype is None else asarray(out, dtype)
+    num = _count("geomspace", num)
+    start, stop = asarray(start), asarray(stop)
+    target, compute = _space_dtypes(start, stop, dtype)
+    start, stop = sh.broadcast_arrays(convert(start, compute), convert(stop, compute))
+    sign = lax.sign(start)
+    lo, hi = lax.div(start, sign), lax.div(stop, sign)
+    out = lax.exp(linspace(lax.log(lo), lax.log(hi), num, endpoint))
+    if num > 0:  # exp(log(x)) need not be x: put the exact endpoints back
+        last = num - 1 if endpoint and num > 1 else num
+        pieces = [sh.expand_dims(lo, 0), lax.slice_in_dim(out, 1, last)]
+        if last < num:
+            pieces.append(sh.expand_dims(hi, 0))
+        out = lax.concatenate(pieces, 0) if num > 1 else pieces[0]
+    out = lax.mul(out, lax.broadcast_in_dim(sign, out.shape, tuple(range(1, out.ndim))))
+    out = sh.moveaxis(out, 0, axis) if axis else out
+    return convert(out, target)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:  # noqa: N803
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
     """A 2-d array with ones on the k-th diagonal.
 
     >>> eye(2)
     """
-    M = N if M is None else M  # noqa: N806
+    N, M = _shape((N, N if M is None else M), "eye")
     rows = lax.broadcasted_iota(dtypes.default_int(), (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.default_int(), (N, M), 1)
     from ember.numpy._ufuncs import equal
@@ -202,12 +293,12 @@ def identity(n: int, dtype=None) -> Array:
     return eye(n, dtype=dtype)
 
 
-def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:  # noqa: N803
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
     """Ones at and below the k-th diagonal, zeros above.
 
     >>> tri(3)
     """
-    M = N if M is None else M  # noqa: N806
+    N, M = _shape((N, N if M is None else M), "tri")
     from ember.numpy._ufuncs import greater_equal
 
     rows = lax.broadcasted_iota(dtypes.default_int(), (N, M), 0)
@@ -262,16 +353,15 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
 
     xs = [ravel(asarray(x)) for x in xi]
     n = len(xs)
-    shapes = [[1] * n for _ in xs]
-    for i, x in enumerate(xs):
-        shapes[i][i] = x.shape[0]
-    if indexing == "xy" and n > 1:
-        for s in shapes:
-            s[0], s[1] = s[1], s[0]
-    out = [reshape(x, s) for x, s in zip(xs, shapes)]
+    positions = list(range(n))
+    if indexing == "xy" and n > 1:  # the first two outputs' axes trade places
+        positions[0], positions[1] = 1, 0
+    full_shape = [1] * n
+    for x, pos in zip(xs, positions):
+        full_shape[pos] = x.shape[0]
+    out = [reshape(x, [x.shape[0] if d == pos else 1 for d in range(n)]) for x, pos in zip(xs, positions)]
     if sparse:
         return out
-    full_shape = [max(s[d] for s in shapes) for d in range(n)]
     return [broadcast_to(x, full_shape) for x in out]
 
 

@@ -151,7 +151,8 @@ def _install_operators() -> None:
     Array.__pos__ = lambda self: _ufuncs.positive(self)
     Array.__abs__ = lambda self: _ufuncs.absolute(self)
     Array.__invert__ = lambda self: _ufuncs.invert(self)
-    Array.__getitem__ = _indexing.getitem
+    Array.__getitem__ = lambda self, index: _indexing.getitem(self, index)
+    Array.at = property(_indexing._IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, .max, .get")
     Array.__array_namespace__ = lambda self, /, *, api_version=None: sys.modules["ember.numpy"]
 
 

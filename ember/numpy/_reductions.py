@@ -7,7 +7,10 @@ integer dtype, as in JAX.
 
 from __future__ import annotations
 
+import builtins
 import math
+
+import numpy as np
 
 from ember import lax
 from ember.core import dtypes
@@ -40,7 +43,8 @@ def _masked(op: str, x: Array, where_, identity) -> Array:
     mask = broadcast_to(asarray(where_), x.shape)
     if mask.dtype != dtypes.bool_:
         raise DTypeError(f"{op}: where= must be a bool array, got {mask.dtype}")
-    return lax.select(mask, x, lax.full(x.shape, identity, x.dtype))
+    fill = lax.broadcast_in_dim(asarray(np.asarray(identity, x.dtype)), x.shape, ())  # a NumPy scalar: uint32's max fits
+    return lax.select(mask, x, fill)
 
 
 def _sum_like(op: str, prim, identity, a, axis, dtype, keepdims, initial, where_) -> Array:
@@ -57,7 +61,7 @@ def _sum_like(op: str, prim, identity, a, axis, dtype, keepdims, initial, where_
     return _keep(out, axes, keepdims)
 
 
-def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:  # noqa: A001
+def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Sum of elements over `axis`.
 
     >>> sum(asarray([[1, 2], [3, 4]]), axis=0)
@@ -80,7 +84,7 @@ def _extremum(op: str, prim, a, axis, keepdims, initial, where_) -> Array:
     axes = canonical_axes(op, axis, x.ndim)
     if dtypes.is_complex(x.dtype):
         raise DTypeError(f"{op}: complex arrays have no ordering here; take {op} of x.real or abs(x)")
-    empty = any(x.shape[i] == 0 for i in axes)
+    empty = builtins.any(x.shape[i] == 0 for i in axes)  # this module's `any` shadows the builtin
     if initial is None and (empty or where_ is not None):
         if empty:
             raise ShapeError(f"{op}: zero-size reduction over axis {axis} of shape {x.shape} has no identity; pass initial=")
@@ -91,7 +95,7 @@ def _extremum(op: str, prim, a, axis, keepdims, initial, where_) -> Array:
     if initial is not None:
         from ember.numpy._ufuncs import maximum, minimum
 
-        out = (maximum if prim is rd.reduce_max_p else minimum)(out, initial)
+        out = (maximum if prim is rd.reduce_max_p else minimum)(out, asarray(initial, out.dtype))
     return _keep(out, axes, keepdims)
 
 
@@ -104,7 +108,7 @@ def _identity_of(prim, dtype):
     return -math.inf if prim is rd.reduce_max_p else math.inf
 
 
-def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:  # noqa: A001
+def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Maximum over `axis` (NaN propagates).
 
     >>> max(asarray([1.0, 3.0, 2.0]))
@@ -113,7 +117,7 @@ def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initi
     return _extremum("max", rd.reduce_max_p, a, axis, keepdims, initial, where)
 
 
-def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:  # noqa: A001
+def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Minimum over `axis` (NaN propagates).
 
     >>> min(asarray([1.0, 3.0, 2.0]))
@@ -134,7 +138,7 @@ def _logical_reduce(op: str, prim, a, axis, keepdims, where_) -> Array:
     return _keep(prim.bind(x, axes=axes), axes, keepdims)
 
 
-def all(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:  # noqa: A001
+def all(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:
     """Whether every element over `axis` is true (nonzero).
 
     >>> all(asarray([1, 0]))
@@ -143,7 +147,7 @@ def all(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, wh
     return _logical_reduce("all", rd.reduce_and_p, a, axis, keepdims, where)
 
 
-def any(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:  # noqa: A001
+def any(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:
     """Whether any element over `axis` is true (nonzero).
 
     >>> any(asarray([1, 0]))

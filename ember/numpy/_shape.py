@@ -387,15 +387,132 @@ def array_split(ary: ArrayLike, indices_or_sections, axis: int = 0) -> list[Arra
 def _split_at(name: str, axis: int):
     def fn(ary: ArrayLike, indices_or_sections) -> list[Array]:
         x = asarray(ary)
-        if x.ndim <= axis:
-            raise ShapeError(f"{name}: needs an array of at least {axis + 1} dimensions, got shape {x.shape}")
-        return split(x, indices_or_sections, axis)
+        # hsplit splits 1-d arrays along their only axis, as NumPy does.
+        along = 0 if name == "hsplit" and x.ndim == 1 else axis
+        least = 1 if name == "hsplit" else max(axis + 1, 2)
+        if x.ndim < least:
+            raise ShapeError(f"{name}: needs an array of at least {least} dimensions, got shape {x.shape}")
+        return split(x, indices_or_sections, along)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"`split` along axis {axis}.\n\n>>> {name}(zeros((4, 4, 4)), 2)[0].shape\n"
+    what = "axis 1 (axis 0 for 1-d arrays)" if name == "hsplit" else f"axis {axis}"
+    fn.__doc__ = (f"`split` along {what}.\n\n    >>> [p.shape for p in {name}(zeros((4, 4, 4)), 2)]\n"
+                  f"    {[tuple(2 if i == axis else 4 for i in range(3))] * 2}\n")
     return fn
 
 
 hsplit = _split_at("hsplit", 1)
 vsplit = _split_at("vsplit", 0)
 dsplit = _split_at("dsplit", 2)
+
+
+# --- pad ---------------------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+
+
+def pad(array: ArrayLike, pad_width, mode: str = "constant", constant_values=0) -> Array:
+    """Pad an array, as NumPy's pad, in modes constant, edge, reflect, symmetric, wrap (and empty, zero-filled).
+
+    Args:
+      array: the array to pad.
+      pad_width: how many elements go before and after each axis: an int (all axes, both sides), a pair
+        (before, after) for all axes, or one pair per axis.
+      mode: "constant" fills with constant_values; "edge" repeats the edge; "reflect" mirrors without
+        repeating the edge, "symmetric" with it; "wrap" continues periodically. Pads wider than the axis
+        repeat the pattern, as in NumPy.
+      constant_values: for mode "constant": a scalar, a (before, after) pair or one pair per axis.
+
+    Returns:
+      The padded array, of the dtype of `array`.
+
+    >>> pad(asarray([1, 2, 3]), (1, 2), mode="reflect").tolist()
+    [2, 1, 2, 3, 2, 1]
+    """
+    x = asarray(array)
+    if mode not in _PAD_MODES:
+        raise InvalidArgumentError(f"pad: mode {mode!r} is not supported; use one of {', '.join(_PAD_MODES)}")
+    widths = _pairs("pad", "pad_width", pad_width, x.ndim, integer=True)
+    if mode in ("constant", "empty"):
+        values = _pairs("pad", "constant_values", 0 if mode == "empty" else constant_values, x.ndim)
+        if len({repr(v) for pair in values for v in pair}) <= 1:  # one value: a single lax.pad
+            fill = asarray(values[0][0] if values else 0, x.dtype)
+            return lax.pad(x, fill, [(lo, hi, 0) for lo, hi in widths])
+        for axis, ((lo, hi), (v_lo, v_hi)) in enumerate(zip(widths, values)):
+            config = [(0, 0, 0)] * x.ndim
+            config[axis] = (lo, 0, 0)
+            x = lax.pad(x, asarray(v_lo, x.dtype), config)
+            config[axis] = (0, hi, 0)
+            x = lax.pad(x, asarray(v_hi, x.dtype), config)
+        return x
+    for axis, (lo, hi) in enumerate(widths):
+        if lo or hi:
+            x = _pad_axis(x, axis, lo, hi, mode)
+    return x
+
+
+def _pairs(op: str, name: str, value, ndim: int, integer: bool = False) -> list[tuple]:
+    """NumPy's forms for pad widths and values: a scalar, (before, after), ((before, after),) or one pair per axis."""
+    if isinstance(value, Array):
+        value = np.asarray(value)
+    if ndim == 0:  # nothing to pad; NumPy accepts any width here
+        return []
+    try:
+        pairs = np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2))
+    except ValueError:
+        shape = np.shape(np.asarray(value, dtype=object))
+        raise ShapeError(f"{op}: {name} of shape {shape} does not give a (before, after) pair for each of {ndim} axes") from None
+    if not integer:
+        return [tuple(p) for p in pairs.tolist()]
+    out = []
+    for lo, hi in pairs.tolist():
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (lo, hi)):
+            raise InvalidArgumentError(f"{op}: {name} must hold integers, got {value!r}")
+        if lo < 0 or hi < 0:
+            raise InvalidArgumentError(f"{op}: {name} must be non-negative, got {value!r}")
+        out.append((int(lo), int(hi)))
+    return out
+
+
+def _source_index(mode: str, i: np.ndarray, n: int) -> np.ndarray:
+    """Where output position i (relative to the first original element) reads from, for a pad mode."""
+    if mode == "edge":
+        return np.clip(i, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(i, n)
+    if mode == "symmetric":  # period 2n: 0..n-1, n-1..0
+        j = np.mod(i, 2 * n)
+        return np.where(j < n, j, 2 * n - 1 - j)
+    if n == 1:  # reflect of one element: NumPy repeats it
+        return np.zeros_like(i)
+    j = np.mod(i, 2 * (n - 1))  # reflect, period 2(n-1): 0..n-1, n-2..1
+    return np.where(j < n, j, 2 * (n - 1) - j)
+
+
+def _pad_axis(x: Array, axis: int, lo: int, hi: int, mode: str) -> Array:
+    # The source index of every output position is static: the output is a concatenation of runs of
+    # consecutive indices, each one slice (reversed for descending runs, broadcast for repeats).
+    n = x.shape[axis]
+    if n == 0:
+        raise ShapeError(f"pad: cannot pad the empty axis {axis} of shape {x.shape} in mode {mode!r}; use mode='constant'")
+    source = _source_index(mode, np.arange(-lo, n + hi), n)
+    pieces, start = [], 0
+    while start < len(source):
+        step = int(source[start + 1] - source[start]) if start + 1 < len(source) else 1
+        step = step if step in (-1, 0, 1) else 1
+        stop = start + 1
+        while stop < len(source) and source[stop] - source[stop - 1] == step:
+            stop += 1
+        pieces.append(_run(x, axis, int(source[start]), int(source[stop - 1]), stop - start, step))
+        start = stop
+    return lax.concatenate(pieces, axis)
+
+
+def _run(x: Array, axis: int, first: int, last: int, length: int, step: int) -> Array:
+    if step == 0:
+        one = lax.slice_in_dim(x, first, first + 1, 1, axis)
+        shape = x.shape[:axis] + (length,) + x.shape[axis + 1:]
+        return lax.broadcast_in_dim(one, shape, tuple(range(x.ndim)))
+    lo, hi = min(first, last), max(first, last)
+    piece = lax.slice_in_dim(x, lo, hi + 1, 1, axis)
+    return lax.rev(piece, (axis,)) if step < 0 else piece

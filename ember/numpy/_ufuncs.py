@@ -115,7 +115,7 @@ def absolute(x: ArrayLike, /) -> Array:
     return ew.abs_p.bind(x)
 
 
-abs = absolute  # noqa: A001
+abs = absolute
 
 
 def true_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
@@ -129,16 +129,22 @@ def true_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 divide = true_divide
 
 
+def _numeric(op: str, *args) -> list[Array]:
+    """Promote, then bool to int32: JAX's rule for arithmetic that has no bool meaning."""
+    xs = promote_args(op, *args)
+    if xs[0].dtype == dtypes.bool_:
+        xs = [convert(x, dtypes.int32) for x in xs]
+    return xs
+
+
 def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-    """x1 // x2 with Python's (flooring) semantics, exactly as NumPy computes it.
+    """x1 // x2 with Python's (flooring) semantics, exactly as NumPy computes it (bool gives int32, as JAX).
 
     >>> enp.floor_divide(enp.asarray([7, -7]), 2)
     """
-    x1, x2 = promote_args("floor_divide", x1, x2)
+    x1, x2 = _numeric("floor_divide", x1, x2)
     if dtypes.is_complex(x1.dtype):
         raise DTypeError(f"floor_divide: not defined for complex operands ({x1.dtype})")
-    if x1.dtype == dtypes.bool_:
-        return ew.mul_p.bind(x1, x2)  # True // True == True; x // False would divide by zero
     if dtypes.is_integer(x1.dtype):
         q = ew.div_p.bind(x1, x2)
         if dtypes.is_unsigned(x1.dtype):
@@ -150,15 +156,13 @@ def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 
 
 def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-    """x1 % x2 with the sign of x2 (Python's modulo), as NumPy.
+    """x1 % x2 with the sign of x2 (Python's modulo), as NumPy (bool gives int32, as JAX).
 
     >>> enp.remainder(enp.asarray([7, -7]), 3)
     """
-    x1, x2 = promote_args("remainder", x1, x2)
+    x1, x2 = _numeric("remainder", x1, x2)
     if dtypes.is_complex(x1.dtype):
         raise DTypeError(f"remainder: not defined for complex operands ({x1.dtype})")
-    if x1.dtype == dtypes.bool_:
-        return bw.and_p.bind(x1, bw.not_p.bind(x2))
     if dtypes.is_integer(x1.dtype):
         r = ew.rem_p.bind(x1, x2)
         if dtypes.is_unsigned(x1.dtype):
@@ -171,7 +175,7 @@ def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 mod = remainder
 
 
-def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:  # noqa: A001
+def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:
     """(x1 // x2, x1 % x2), as NumPy.
 
     >>> enp.divmod(enp.asarray([7, -7]), 3)
@@ -183,10 +187,12 @@ def _zero(x: Array) -> Array:
     return lax.full((), 0, x.dtype)
 
 
-def _broadcast_all(*xs: Array) -> list[Array]:
-    from ember.numpy._shape import broadcast_arrays
+def _broadcast_all(*xs: Array, op: str = "broadcast_arrays") -> list[Array]:
+    from ember.core.primitives._rules import broadcast_shapes
+    from ember.numpy._shape import broadcast_to
 
-    return broadcast_arrays(*xs)
+    target = broadcast_shapes(op, *(x.shape for x in xs))
+    return [broadcast_to(x, target) for x in xs]
 
 
 def _float_divmod(x1: Array, x2: Array) -> tuple[Array, Array]:
@@ -236,21 +242,20 @@ def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     >>> enp.power(enp.asarray([2, 3]), 2)
     """
     if type(x2) is int and not isinstance(x1, (int, float, complex)):
-        (base,) = promote_args("power", x1)
+        (base,) = _numeric("power", x1)
         if x2 >= 0 or dtypes.is_inexact(base.dtype):
-            base = base if base.dtype != dtypes.bool_ else convert(base, dtypes.default_int(), base.weak_type)
             return ew.integer_pow_p.bind(promote_args("power", base, x2)[0], y=x2)
-    x1, x2 = promote_args("power", x1, x2)
+    x1, x2 = _numeric("power", x1, x2)
     if dtypes.is_inexact(x1.dtype):
         return ew.pow_p.bind(x1, x2)
     return _integer_power(x1, x2)
 
 
+pow = power
+
+
 def _integer_power(x: Array, y: Array) -> Array:
     # Square-and-multiply over the bits of y, wrapping like NumPy's integer power.
-    if x.dtype == dtypes.bool_:
-        x, y = convert(x, dtypes.int8), convert(y, dtypes.int8)
-        return convert(_integer_power(x, y), dtypes.bool_)
     if dtypes.is_signed(y.dtype) and type(y) is Array and (np.asarray(y) < 0).any():
         raise InvalidArgumentError("power: integers to negative integer powers are not allowed (as in NumPy); use a float base")
     x, y = _broadcast_all(x, y)
@@ -314,26 +319,42 @@ def logical_not(x: ArrayLike, /) -> Array:
     return bw.not_p.bind(_to_bool("logical_not", x))
 
 
-def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Array:
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /, *,
+          size: int | None = None, fill_value=None) -> Array | tuple[Array, ...]:  # fmt: skip
     """`x` where `condition` is true, else `y`; all three broadcast, x and y promote.
 
-    (The one-argument form, which needs a data-dependent size, comes with `nonzero`.)
+    With only `condition`, the indices of its nonzero elements, as `nonzero(condition, size=,
+    fill_value=)` (a traced condition needs `size=`).
 
     >>> enp.where(enp.asarray([True, False]), 1.0, 0.0)
+    >>> enp.where(enp.asarray([0, 3, 4]), size=3, fill_value=-1)
     """
+    if x is None and y is None:
+        from ember.numpy._take import nonzero
+
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise InvalidArgumentError("where: pass both x and y (choose elementwise) or neither (indices of nonzero "
+                                   "elements, as nonzero)")  # fmt: skip
+    if size is not None or fill_value is not None:
+        raise InvalidArgumentError("where: size= and fill_value= apply only to the one-argument form where(condition)")
     cond = _to_bool("where", condition)
     x, y = promote_args("where", x, y)
-    cond, x, y = _broadcast_all(cond, x, y)
+    cond, x, y = _broadcast_all(cond, x, y, op="where")
     return ew.select_n_p.bind(cond, y, x)
 
 
-def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, /, *, min=None, max=None) -> Array:  # noqa: A002
+def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, /, *, min=None, max=None) -> Array:
     """Limit values to [a_min, a_max] (either bound may be None); NaN propagates.
+
+    Complex input is rejected, as by `jax.numpy.clip` (complex numbers have no order).
 
     >>> enp.clip(enp.asarray([-1.0, 0.5, 2.0]), 0.0, 1.0)
     """
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
+    if dtypes.is_complex(promote_args("clip", *(v for v in (a, lo, hi) if v is not None))[0].dtype):
+        raise DTypeError("clip: complex numbers have no order (as in jax.numpy); clip enp.real(x) and enp.imag(x) separately")
     x = a
     if lo is not None:
         x = maximum(x, lo)
@@ -413,12 +434,19 @@ def conjugate(x: ArrayLike, /) -> Array:
 conj = conjugate
 
 
+def _shift_operands(op: str, x1, x2) -> list[Array]:
+    x1, x2 = _numeric(op, x1, x2)
+    if not dtypes.is_integer(x1.dtype):
+        raise DTypeError(f"{op}: defined for integer (and bool) operands only, got {x1.dtype} (as in NumPy)")
+    return [x1, x2]
+
+
 def left_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-    """x1 << x2 for integers (0 once the shift reaches the bit width).
+    """x1 << x2 for integers (0 once the shift reaches the bit width; bool gives int32, as JAX).
 
     >>> enp.left_shift(enp.asarray([1, 3]), 2)
     """
-    x1, x2 = promote_args("left_shift", x1, x2)
+    x1, x2 = _shift_operands("left_shift", x1, x2)
     return bw.shift_left_p.bind(x1, x2)
 
 
@@ -427,9 +455,66 @@ def right_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 
     >>> enp.right_shift(enp.asarray([-8, 8]), 1)
     """
-    x1, x2 = promote_args("right_shift", x1, x2)
+    x1, x2 = _shift_operands("right_shift", x1, x2)
     prim = bw.shift_right_arithmetic_p if dtypes.is_signed(x1.dtype) else bw.shift_right_logical_p
     return prim.bind(x1, x2)
 
 
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+__all__ = [
+    "abs",
+    "absolute",
+    "add",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "clip",
+    "conj",
+    "conjugate",
+    "cos",
+    "divide",
+    "divmod",
+    "equal",
+    "exp",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "imag",
+    "invert",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "left_shift",
+    "less",
+    "less_equal",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "mod",
+    "multiply",
+    "negative",
+    "not_equal",
+    "positive",
+    "pow",
+    "power",
+    "real",
+    "remainder",
+    "right_shift",
+    "signbit",
+    "sin",
+    "sqrt",
+    "subtract",
+    "tanh",
+    "true_divide",
+    "where",
+]  # fmt: skip

@@ -1,10 +1,14 @@
 """The primitive set, one module per family; importing this registers them all."""
 
-from ember.core.primitives import (  # noqa: F401  (imported for registration)
+from ember.core.primitives import (
     bitwise,
     contraction,
+    conv,
     elementwise,
+    indexing,
+    random,
     reduction,
+    sorting,
     special,
     structural,
 )

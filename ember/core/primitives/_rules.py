@@ -22,7 +22,7 @@ from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 class DTypes:
     """A named set of dtypes a primitive accepts, for rules and messages."""
 
-    __slots__ = ("name", "members")
+    __slots__ = ("members", "name")
 
     def __init__(self, name: str, members: Sequence[np.dtype]):
         self.name = name
@@ -124,7 +124,7 @@ def check_axes(op: str, axes: Sequence[int], ndim: int) -> tuple[int, ...]:
 class Elementwise(Primitive):
     """An elementwise primitive: one dtype in, broadcast shapes, `result(dtype)` out."""
 
-    __slots__ = ("allowed", "result", "keeps_weak", "_fast")
+    __slots__ = ("_fast", "allowed", "keeps_weak", "result")
 
     def __init__(self, name: str, allowed: DTypes, result: Callable = same, keeps_weak: bool = True):
         super().__init__(name)

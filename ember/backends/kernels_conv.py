@@ -1,0 +1,243 @@
+"""Kernels of the convolution family, written once against an array module `xp` (NumPy or CuPy).
+
+Convolution is "pad, view, multiply". The input moves to channels-last
+layout and is padded once (lhs dilation is interior padding); a strided view
+then exposes every output position's receptive field without copying
+(``as_strided``: shape (batch, out..., window..., channels)); reshaping that
+view to a matrix is the one im2col copy, and a single matmul contracts it
+with the kernel. Feature or batch groups become the matmul's batch
+dimension, so there is no Python loop over groups or output positions.
+
+Windowed reductions pad with the monoid's identity and then combine the
+strided slices of the padded operand, one per window offset (a handful for
+pooling windows), elementwise; large windows reduce a strided view instead.
+select_and_scatter_add picks each window's first extreme the same way and
+adds the source back through the same strided slices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import ModuleType
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_F32 = np.dtype(np.float32)
+_UNROLL_LIMIT = 32  # windows up to this many elements combine slices; larger ones reduce a view
+
+
+def conv_kernels(xp: ModuleType) -> dict[str, Any]:
+    """The kernels of ember.core.primitives.conv for array module `xp`."""
+    return {
+        "conv_general_dilated": lambda lhs, rhs, **p: conv_general_dilated(xp, lhs, rhs, **p),
+        "reduce_window_sum": lambda x, **p: reduce_window(xp, x, "sum", **p),
+        "reduce_window_max": lambda x, **p: reduce_window(xp, x, "max", **p),
+        "reduce_window_min": lambda x, **p: reduce_window(xp, x, "min", **p),
+        "select_and_scatter_add": lambda source, operand, **p: select_and_scatter_add(xp, source, operand, **p),
+    }
+
+
+# --- padding and strided views ----------------------------------------------------------
+
+
+def _dilate(size: int, dilation: int) -> int:
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def _spread(size: int, lo: int, hi: int, interior: int) -> tuple[slice, slice, int]:
+    """How an axis lands in its padded form: (source slice, destination slice, padded size).
+
+    Element i goes to lo + i * (interior + 1); negative lo/hi crop, so only the
+    elements that land inside [0, padded size) are kept.
+    """
+    step = interior + 1
+    padded = lo + _dilate(size, step) + hi
+    first = max(0, -(lo // step))
+    stop = min(size, (padded - 1 - lo) // step + 1)
+    if first >= stop:
+        return slice(0, 0), slice(0, 0), padded
+    return slice(first, stop), slice(lo + first * step, lo + (stop - 1) * step + 1, step), padded
+
+
+def pad(xp, x, value, config):
+    """lax.pad in one copy: config holds (lo, hi, interior) per axis; negative lo/hi crop."""
+    if all(c == (0, 0, 0) for c in config):
+        return x
+    spreads = [_spread(n, *c) for n, c in zip(x.shape, config)]
+    out = xp.full(tuple(s[2] for s in spreads), value, dtype=x.dtype)
+    out[tuple(s[1] for s in spreads)] = x[tuple(s[0] for s in spreads)]
+    return out
+
+
+def _unpad(xp, y, shape, config):
+    """The inverse view of `pad`: the elements of padded `y` that came from an operand of `shape`."""
+    if all(c == (0, 0, 0) for c in config):
+        return y
+    spreads = [_spread(n, *c) for n, c in zip(shape, config)]
+    out = xp.zeros(shape, dtype=y.dtype)
+    out[tuple(s[0] for s in spreads)] = y[tuple(s[1] for s in spreads)]
+    return out
+
+
+def _as_strided(xp, x, shape, strides):
+    # CuPy's as_strided lives in cupy.lib.stride_tricks too, without `writeable`.
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(x, shape, strides)
+
+
+def _window_slices(out_shape, window_dimensions, window_strides, window_dilation):
+    """For each window offset (row-major), the strided slice of the padded operand it reads."""
+    for offset in itertools.product(*(range(w) for w in window_dimensions)):
+        yield tuple(slice(k * d, k * d + (m - 1) * s + 1, s)
+                    for k, d, m, s in zip(offset, window_dilation, out_shape, window_strides))  # fmt: skip
+
+
+def _out_size(padded: int, window: int, stride: int) -> int:
+    return (padded - window) // stride + 1 if padded >= window else 0
+
+
+# --- convolution ----------------------------------------------------------------------------
+
+
+def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                         feature_group_count=1, batch_group_count=1, precision=None, preferred_element_type=None):  # fmt: skip
+    """XLA's ConvGeneralDilated as pad + strided window view + one (batched) matmul."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    n = len(lhs_spec) - 2
+    out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    compute = _F32 if out_dtype in _LOW_PRECISION else np.dtype(np.int32) if out_dtype == np.bool_ else out_dtype
+    # Channels last: (N, spatial..., C) and kernel (window..., I, O).
+    x = xp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])).astype(compute, copy=False)
+    w = xp.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])).astype(compute, copy=False)
+    x = pad(xp, x, 0, [(0, 0, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)), (0, 0, 0)])
+    x = xp.ascontiguousarray(x)  # a no-op after padding; makes the im2col copy read channels contiguously
+    window = w.shape[:n]
+    groups = max(feature_group_count, batch_group_count)
+    batch, channels, out_features = x.shape[0], x.shape[-1], w.shape[-1]
+    out_batch = batch // batch_group_count
+    out_sp = tuple(_out_size(p, _dilate(k, r), s) for p, k, r, s in zip(x.shape[1:-1], window, rhs_dilation, window_strides))
+    patch = math.prod(window) * w.shape[-2]
+    if math.prod(out_sp) * out_batch * out_features == 0 or patch == 0:
+        out = xp.zeros((out_batch, *out_sp, out_features), dtype=compute)
+    else:
+        s_batch, *s_sp, s_chan = x.strides
+        moves = [s * st for s, st in zip(s_sp, window_strides)] + [s * r for s, r in zip(s_sp, rhs_dilation)]
+        positions = out_batch * math.prod(out_sp)
+        if batch_group_count > 1:  # lhs batch b = g * out_batch + n
+            shape = (groups, out_batch, *out_sp, *window, channels)
+            strides = (out_batch * s_batch, s_batch, *moves, s_chan)
+        else:  # lhs feature c = g * (C / groups) + i
+            shape = (groups, batch, *out_sp, *window, channels // groups)
+            strides = ((channels // groups) * s_chan, s_batch, *moves, s_chan)
+        cols = _as_strided(xp, x, shape, strides).reshape(groups, positions, patch)  # the im2col copy
+        # out feature o = g * (O / groups) + j
+        kernel = w.reshape(patch, groups, out_features // groups)
+        if groups == 1:
+            out = xp.matmul(cols[0], kernel[:, 0])
+        else:
+            out = xp.matmul(cols, xp.transpose(kernel, (1, 0, 2)))  # (groups, positions, O / groups)
+            out = xp.moveaxis(out, 0, 1)
+        out = out.reshape(out_batch, *out_sp, out_features)
+    # (N, spatial..., O) -> out_spec; left as a view: an NCHW result is NHWC in memory, which the
+    # next convolution's channels-last transpose then gets for free.
+    perm = [0] * (n + 2)
+    for axis, position in zip((0, n + 1, *range(1, n + 1)), out_spec):
+        perm[position] = axis
+    out = xp.transpose(out, perm)
+    if out_dtype == np.bool_:
+        return out != 0
+    return out.astype(out_dtype, copy=False)
+
+
+# --- windowed reductions ---------------------------------------------------------------------
+
+
+def _identity(kind: str, dtype: np.dtype):
+    if kind == "sum":
+        return 0
+    if dtype == np.bool_:
+        return kind == "min"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if kind == "max" else info.max
+    return -np.inf if kind == "max" else np.inf
+
+
+def reduce_window(xp, x, kind, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+    """reduce_window_{sum,max,min}: pad with the identity, then combine the window's strided slices."""
+    init = _identity(kind, x.dtype)
+    compute = _F32 if kind == "sum" and x.dtype in _LOW_PRECISION else x.dtype
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)]
+    xp_ = pad(xp, x, init, config)
+    out_shape = tuple(_out_size(p, _dilate(w, d), s)
+                      for p, w, d, s in zip(xp_.shape, window_dimensions, window_dilation, window_strides))  # fmt: skip
+    if math.prod(out_shape) == 0:
+        return xp.full(out_shape, init, dtype=x.dtype)
+    if math.prod(window_dimensions) <= _UNROLL_LIMIT:
+        combine = {"sum": xp.add, "max": xp.maximum, "min": xp.minimum}[kind]
+        acc = None
+        for sl in _window_slices(out_shape, window_dimensions, window_strides, window_dilation):
+            piece = xp_[sl]
+            if acc is None:
+                acc = xp.array(piece, dtype=compute, copy=True)
+            else:
+                combine(acc, piece.astype(compute, copy=False), out=acc)
+        return acc.astype(x.dtype, copy=False)
+    nd = x.ndim
+    view = _as_strided(xp, xp_, out_shape + tuple(window_dimensions),
+                       tuple(st * s for st, s in zip(xp_.strides, window_strides))
+                       + tuple(st * d for st, d in zip(xp_.strides, window_dilation)))  # fmt: skip
+    axes = tuple(range(nd, 2 * nd))
+    if kind == "sum":
+        return xp.sum(view, axis=axes, dtype=compute).astype(x.dtype, copy=False)
+    return (xp.max if kind == "max" else xp.min)(view, axis=axes)
+
+
+def select_and_scatter_add(xp, source, operand, *, select_prim, window_dimensions, window_strides, padding,
+                           base_dilation, window_dilation):  # fmt: skip
+    """Add each window's source element at the window's first max ("ge") or min ("le") operand element.
+
+    One pass over the window offsets keeps a running choice per window (a later element wins
+    only if strictly better, or if it is NaN and the choice is not); a second pass adds the
+    source through the same strided slices. Padding and base-dilation holes are never chosen;
+    a window without an operand element drops its source element. Masks are applied with
+    arithmetic (max, multiply), not `where`, which is an order of magnitude slower on the
+    unpredictable masks of pooling.
+    """
+    kind = "max" if select_prim == "ge" else "min"
+    extremum = xp.maximum if kind == "max" else xp.minimum
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)]
+    values = pad(xp, operand, _identity(kind, operand.dtype), config)  # padding never beats a real element
+    valid = None if values is operand else pad(xp, xp.ones(operand.shape, dtype=bool), False, config)
+    is_float = operand.dtype.kind == "f" or operand.dtype in _LOW_PRECISION
+    slices = list(_window_slices(source.shape, window_dimensions, window_strides, window_dilation))
+    best = xp.array(values[slices[0]], copy=True)
+    choice = xp.zeros(source.shape, dtype=np.int32)
+    found = None if valid is None else xp.array(valid[slices[0]], copy=True)
+    for k, sl in enumerate(slices[1:], start=1):
+        v = values[sl]
+        take = v > best if kind == "max" else v < best
+        if is_float:
+            take |= xp.isnan(v) & ~xp.isnan(best)
+        if found is not None:
+            ok = valid[sl]
+            take = (take | ~found) & ok
+            found |= ok
+        best = extremum(best, v)  # NaN sticks, like the choice
+        xp.maximum(choice, take * np.int32(k), out=choice)  # k grows, so the last taker wins
+    compute = _F32 if source.dtype in _LOW_PRECISION else source.dtype
+    contribution = source.astype(compute, copy=False)
+    if found is not None:
+        contribution = xp.where(found, contribution, 0).astype(compute, copy=False)
+    # mask * value is exact for finite values; NaN/inf sources must not leak through a 0 mask.
+    finite = compute.kind in "iu" or bool(xp.isfinite(contribution).all())
+    result = xp.zeros(values.shape, dtype=compute)
+    for k, sl in enumerate(slices):
+        mask = choice == k
+        result[sl] += mask * contribution if finite else xp.where(mask, contribution, xp.zeros((), compute))
+    return _unpad(xp, result, operand.shape, config).astype(source.dtype, copy=False)

@@ -1,0 +1,290 @@
+"""Convolution and windowed reductions.
+
+conv_general_dilated (XLA's ConvGeneralDilated), reduce_window_{sum,max,min}
+(ReduceWindow with the monoid's identity as init value) and
+select_and_scatter_add (SelectAndScatter with ``add``: the transpose of a
+max/min pooling's window choice, which reduce_window_max's vjp needs).
+
+Parameters are static and already normalised: tuples of ints, padding as
+(low, high) pairs, dimension numbers as a `ConvDimensionNumbers` of integer
+permutations. The `ember.lax` wrappers accept JAX's friendlier forms
+("SAME", ("NHWC", "HWIO", "NHWC"), None).
+
+Window arithmetic, per spatial dimension: a dilated size is
+``dilate(n, d) = 0 if n == 0 else (n - 1) * d + 1``; the padded input is
+``lo + dilate(size, base_dilation) + hi``; the output has
+``(padded - dilate(window, window_dilation)) // stride + 1`` positions.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray, describe
+from ember.core.primitive import Primitive
+from ember.core.primitives._rules import ANY, NUMERIC, REAL, REAL_NUMERIC, DTypes, check_dtype, check_same_dtypes
+from ember.errors import DTypeError, InvalidArgumentError, ShapeError
+
+__all__ = [
+    "ConvDimensionNumbers",
+    "conv_general_dilated_p",
+    "dilate_dim",
+    "reduce_window_max_p",
+    "reduce_window_min_p",
+    "reduce_window_sum_p",
+    "select_and_scatter_add_p",
+]  # fmt: skip
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where the batch, feature and spatial dimensions of a convolution sit.
+
+    lhs_spec: (batch dimension, feature dimension, spatial dimensions...) of the input
+    rhs_spec: (out-feature dimension, in-feature dimension, spatial dimensions...) of the kernel
+    out_spec: (batch dimension, feature dimension, spatial dimensions...) of the output
+    Spatial dimension i of the three specs correspond to each other.
+    """
+
+    lhs_spec: tuple[int, ...]
+    rhs_spec: tuple[int, ...]
+    out_spec: tuple[int, ...]
+
+
+def dilate_dim(size: int, dilation: int) -> int:
+    """The size of an axis of `size` elements with `dilation - 1` holes between neighbours."""
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+# --- parameter checks ------------------------------------------------------------------
+
+
+def _ints(op: str, name: str, values, count: int, minimum: int | None, why: str) -> tuple[int, ...]:
+    try:
+        ints = tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise InvalidArgumentError(f"{op}: {name} must be a sequence of {count} ints ({why}), got {values!r}") from None
+    if len(ints) != count:
+        raise InvalidArgumentError(f"{op}: {name}={ints} has {len(ints)} entries, but {why} needs {count}")
+    if minimum is not None and any(v < minimum for v in ints):
+        raise InvalidArgumentError(f"{op}: every entry of {name}={ints} must be >= {minimum}")
+    return ints
+
+
+def _pairs(op: str, padding, count: int, why: str) -> tuple[tuple[int, int], ...]:
+    try:
+        pairs = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"{op}: padding must be a sequence of {count} (low, high) pairs of ints ({why}), got {padding!r}; "
+            "the lax wrappers also take 'SAME' or 'VALID'"
+        ) from None
+    if len(pairs) != count:
+        raise InvalidArgumentError(f"{op}: padding={pairs} has {len(pairs)} (low, high) pairs, but {why} needs {count}")
+    return pairs
+
+
+def _positive_int(op: str, name: str, value) -> int:
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(f"{op}: {name} must be a positive int, got {value!r}") from None
+    if value < 1:
+        raise InvalidArgumentError(f"{op}: {name} must be a positive int, got {value}")
+    return value
+
+
+def _window_positions(op: str, axis: str, size: int, lo: int, hi: int, dilation: int,
+                      window: int, stride: int, shapes: str) -> int:  # fmt: skip
+    """Output positions of a window sliding along one padded, dilated axis (errors name the shapes)."""
+    dilated = dilate_dim(size, dilation)
+    padded = lo + dilated + hi
+    if padded < 0:
+        raise ShapeError(
+            f"{op}: negative padding ({lo}, {hi}) removes more than the {dilated} elements of {axis} ({shapes})"
+        )
+    if window > padded:
+        if size == 0:  # an empty input gives an empty output, as in JAX
+            return 0
+        raise ShapeError(
+            f"{op}: the window ({window} elements wide after dilation) is larger than the padded input along {axis} "
+            f"({size} elements, {dilated} after dilation, {padded} with padding ({lo}, {hi})) ({shapes}); "
+            "pad more (e.g. padding='SAME'), or use a smaller window or dilation"
+        )
+    return (padded - window) // stride + 1
+
+
+# --- conv_general_dilated ------------------------------------------------------------------
+
+# conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+#   dimension_numbers, feature_group_count, batch_group_count, precision, preferred_element_type)
+# out[n, o, y...] = sum_{i, k...} lhs~[n', g*I + i, y*stride + k*rhs_dilation] * rhs[o, i, k...]
+# where lhs~ is lhs dilated by lhs_dilation and padded; g = o // (O / groups) picks the feature
+# group (lhs features g*I + i) or the batch group (lhs batch n' = g * N/groups + n).
+conv_general_dilated_p = Primitive("conv_general_dilated")
+
+CONV_DTYPES = ANY
+
+
+def check_dimension_numbers(op: str, dimension_numbers, ndim: int) -> ConvDimensionNumbers:
+    """Validate integer dimension numbers: three permutations of range(ndim)."""
+    try:
+        specs = tuple(tuple(operator.index(d) for d in spec) for spec in dimension_numbers)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"{op}: dimension_numbers must be a ConvDimensionNumbers of integer specs, got {dimension_numbers!r}; "
+            "lax.conv_dimension_numbers turns strings like ('NCHW', 'OIHW', 'NCHW') into one"
+        ) from None
+    if len(specs) != 3:
+        raise InvalidArgumentError(f"{op}: dimension_numbers needs (lhs_spec, rhs_spec, out_spec), got {dimension_numbers!r}")
+    for name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), specs):
+        if sorted(spec) != list(range(ndim)):
+            raise InvalidArgumentError(
+                f"{op}: dimension_numbers.{name}={spec} must be a permutation of range({ndim}) for operands of rank {ndim} "
+                "((batch or out-feature, feature or in-feature, spatial...) dimension indices)"
+            )
+    return ConvDimensionNumbers(*specs)
+
+
+def _check_preferred(op: str, dtype, preferred) -> object:
+    if preferred is None:
+        return dtype
+    preferred = dtypes.to_dtype(preferred, op)
+
+    def kind(d):
+        return "b" if d == dtypes.bool_ else "i" if dtypes.is_integer(d) else "f" if dtypes.is_floating(d) else "c"
+
+    pair = kind(dtype) + kind(preferred)
+    if pair not in ("bb", "bi", "bf", "ii", "if", "ff", "cc"):
+        raise DTypeError(
+            f"{op}: preferred_element_type={preferred} is incompatible with operands of dtype {dtype}; the compatible "
+            "(input, preferred) kinds are (integer, integer), (integer, floating), (floating, floating) and (complex, complex)"
+        )
+    if pair == "ii" and preferred.itemsize < dtype.itemsize:
+        raise DTypeError(f"{op}: preferred_element_type={preferred} must not be narrower than the operands' dtype {dtype}")
+    return preferred
+
+
+def _conv_rule(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count=1, batch_group_count=1, precision=None,
+               preferred_element_type=None) -> ShapedArray:  # fmt: skip
+    op = "conv_general_dilated"
+    shapes = f"lhs {describe(lhs)}, rhs {describe(rhs)}"
+    dtype = check_same_dtypes(op, (lhs, rhs))
+    check_dtype(op, lhs, CONV_DTYPES)
+    if lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise ShapeError(
+            f"{op}: lhs and rhs must have the same rank, at least 2 (batch/feature dimensions, then spatial ones), got {shapes}"
+        )
+    lhs_spec, rhs_spec, out_spec = check_dimension_numbers(op, dimension_numbers, lhs.ndim)
+    n = lhs.ndim - 2
+    why = f"{n} spatial dimension(s) of {shapes}"
+    strides = _ints(op, "window_strides", window_strides, n, 1, why)
+    pads = _pairs(op, padding, n, why)
+    lhs_dil = _ints(op, "lhs_dilation", lhs_dilation, n, 1, why)
+    rhs_dil = _ints(op, "rhs_dilation", rhs_dilation, n, 1, why)
+    fgc = _positive_int(op, "feature_group_count", feature_group_count)
+    bgc = _positive_int(op, "batch_group_count", batch_group_count)
+    if fgc > 1 and bgc > 1:
+        raise InvalidArgumentError(
+            f"{op}: at most one of feature_group_count ({fgc}) and batch_group_count ({bgc}) may be greater than 1"
+        )
+    batch, features = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
+    out_features, in_features = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    where = f"({shapes}; lhs feature dimension {lhs_spec[1]}, rhs in/out-feature dimensions {rhs_spec[1]}/{rhs_spec[0]})"
+    if features % fgc:
+        raise ShapeError(f"{op}: feature_group_count={fgc} must divide the lhs feature size {features} {where}")
+    if features // fgc != in_features:
+        group = f" / feature_group_count={fgc} = {features // fgc}" if fgc > 1 else ""
+        raise ShapeError(
+            f"{op}: the lhs has {features} input features{group}, but the rhs in-feature size is {in_features} {where}; "
+            "with feature groups the kernel's in-feature size is lhs features / feature_group_count"
+        )
+    for name, groups in (("feature_group_count", fgc), ("batch_group_count", bgc)):
+        if out_features % groups:
+            raise ShapeError(f"{op}: {name}={groups} must divide the rhs out-feature size {out_features} {where}")
+    if batch % bgc:
+        raise ShapeError(
+            f"{op}: batch_group_count={bgc} must divide the lhs batch size {batch} ({shapes}; lhs batch dimension {lhs_spec[0]})"
+        )
+    spatial = []
+    for i in range(n):
+        size, window = lhs.shape[lhs_spec[2 + i]], rhs.shape[rhs_spec[2 + i]]
+        axis = f"spatial dimension {i} (lhs dimension {lhs_spec[2 + i]}, rhs dimension {rhs_spec[2 + i]})"
+        spatial.append(_window_positions(op, axis, size, *pads[i], lhs_dil[i], dilate_dim(window, rhs_dil[i]), strides[i], shapes))
+    out_dtype = _check_preferred(op, dtype, preferred_element_type)
+    canonical = (batch // bgc, out_features, *spatial)
+    shape = [0] * lhs.ndim
+    for position, size in zip(out_spec, canonical):
+        shape[position] = size
+    weak = lhs.weak_type and rhs.weak_type and preferred_element_type is None
+    return ShapedArray(tuple(shape), out_dtype, weak)
+
+
+conv_general_dilated_p.abstract_eval = _conv_rule
+
+
+# --- windowed reductions --------------------------------------------------------------------
+
+
+def window_shape(op: str, x: ShapedArray, window_dimensions, window_strides, padding, base_dilation,
+                 window_dilation) -> tuple[int, ...]:  # fmt: skip
+    """Check reduce_window-style parameters against operand `x`; return the output shape."""
+    why = f"operand {describe(x)} of rank {x.ndim}"
+    dims = _ints(op, "window_dimensions", window_dimensions, x.ndim, 1, why)
+    strides = _ints(op, "window_strides", window_strides, x.ndim, 1, why)
+    pads = _pairs(op, padding, x.ndim, why)
+    base = _ints(op, "base_dilation", base_dilation, x.ndim, 1, why)
+    wdil = _ints(op, "window_dilation", window_dilation, x.ndim, 1, why)
+    shapes = f"operand {describe(x)}, window_dimensions {dims}"
+    return tuple(_window_positions(op, f"dimension {i}", x.shape[i], *pads[i], base[i], dilate_dim(dims[i], wdil[i]),
+                                   strides[i], shapes) for i in range(x.ndim))  # fmt: skip
+
+
+def _window_reducer(name: str, allowed: DTypes) -> Primitive:
+    prim = Primitive(name)
+
+    def rule(x: ShapedArray, *, window_dimensions, window_strides, padding, base_dilation, window_dilation) -> ShapedArray:
+        check_dtype(name, x, allowed)
+        shape = window_shape(name, x, window_dimensions, window_strides, padding, base_dilation, window_dilation)
+        return ShapedArray(shape, x.dtype, x.weak_type)
+
+    prim.abstract_eval = rule
+    return prim
+
+
+# reduce_window_<m>(x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+# each output element reduces one window of x padded (and base-dilated) with the monoid's identity:
+# 0 for sum, -inf / the dtype's minimum for max, +inf / the dtype's maximum for min.
+reduce_window_sum_p = _window_reducer("reduce_window_sum", NUMERIC)
+reduce_window_max_p = _window_reducer("reduce_window_max", REAL)
+reduce_window_min_p = _window_reducer("reduce_window_min", REAL)
+
+# select_and_scatter_add(source, operand, *, select_prim, window_dimensions, window_strides, padding,
+#   base_dilation, window_dilation) -> array of operand's shape: for every window of operand (as in
+# reduce_window), source's element for that window is added at the window's selected element, the
+# first maximum ("ge") or minimum ("le") in row-major window order (a NaN counts as the extreme),
+# among the elements that are not padding. The transpose of max/min pooling's jvp.
+select_and_scatter_add_p = Primitive("select_and_scatter_add")
+SCATTER_DTYPES = REAL_NUMERIC
+
+
+def _select_and_scatter_add_rule(source: ShapedArray, operand: ShapedArray, *, select_prim, window_dimensions,
+                                 window_strides, padding, base_dilation, window_dilation) -> ShapedArray:  # fmt: skip
+    op = "select_and_scatter_add"
+    if select_prim not in ("ge", "le"):
+        raise InvalidArgumentError(f"{op}: select_prim must be 'ge' (max pooling) or 'le' (min pooling), got {select_prim!r}")
+    check_same_dtypes(op, (source, operand))
+    check_dtype(op, operand, SCATTER_DTYPES)
+    expected = window_shape(op, operand, window_dimensions, window_strides, padding, base_dilation, window_dilation)
+    if source.shape != expected:
+        raise ShapeError(
+            f"{op}: source {describe(source)} must have the shape of the windowed reduction of operand "
+            f"{describe(operand)}, which is {expected} for window_dimensions {tuple(window_dimensions)}, "
+            f"window_strides {tuple(window_strides)} and padding {tuple(padding)}"
+        )
+    return ShapedArray(operand.shape, source.dtype, source.weak_type)
+
+
+select_and_scatter_add_p.abstract_eval = _select_and_scatter_add_rule

@@ -1,0 +1,757 @@
+"""NumPy's remaining elementwise math functions, written with ember primitives.
+
+Trigonometric, hyperbolic, exponential and logarithmic functions, rounding,
+floating-point manipulation (frexp, ldexp, copysign, nextafter, spacing),
+NaN-aware extrema, integer number theory (gcd, lcm) and classification.
+
+Dtypes follow `jax.numpy`: operands promote on JAX's lattice; integer and
+bool inputs of transcendental functions move to the default float dtype;
+integer-only operations move bool to int32, as JAX does. A dtype NumPy
+rejects is rejected here too, with an error naming the function. float16
+and bfloat16 formulas of several steps run in float32 and round once.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from collections.abc import Callable
+
+import numpy as np
+
+from ember import lax
+from ember.core import dtypes
+from ember.core.array import Array, wrap
+from ember.core.primitives import bitwise as bw
+from ember.core.primitives import elementwise as ew
+from ember.errors import DTypeError, InvalidArgumentError
+from ember.lax._convert import convert
+from ember.numpy._core import ArrayLike, promote_args, promote_inexact
+from ember.numpy._ufuncs import _broadcast_all, _doc, _numeric, floor_divide, isinf, isnan
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+_SIGNED_OF = {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+_UNSIGNED_OF = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _const(like: Array, value) -> Array:
+    """A 0-d constant of `like`'s dtype, weak when `like` is (so it never promotes anything)."""
+    return wrap(np.asarray(value, dtype=like.dtype), like.weak_type and like.dtype != dtypes.bool_)
+
+
+def _select(pred: Array, on_true: Array, on_false: Array) -> Array:
+    pred, on_true, on_false = _broadcast_all(pred, on_true, on_false)
+    return ew.select_n_p.bind(pred, on_false, on_true)
+
+
+def _falses(x: Array, value: bool = False) -> Array:
+    return lax.full(x.shape, value, dtypes.bool_)
+
+
+def _no_complex(op: str, x: Array) -> None:
+    if dtypes.is_complex(x.dtype):
+        raise DTypeError(
+            f"{op}: not defined for complex input ({x.dtype}), as in NumPy; "
+            "apply it to enp.real(x) and enp.imag(x), or to enp.abs(x)"
+        )
+
+
+def _real_inexact(op: str, *args) -> list[Array]:
+    """Promote to a floating dtype (integers and bool to the default float); reject complex."""
+    xs = promote_inexact(op, *args)
+    _no_complex(op, xs[0])
+    return xs
+
+
+def _integers_only(op: str, x: Array) -> None:
+    if not dtypes.is_integer(x.dtype):
+        raise DTypeError(f"{op}: defined for integer inputs only, got {x.dtype} (as in NumPy); convert with x.astype(int)")
+
+
+def _work(x: Array) -> Array:
+    """float16 and bfloat16 computed in float32, rounded once at the end by `_back`."""
+    return convert(x, dtypes.float32) if x.dtype in _HALF else x
+
+
+def _back(y: Array, like: Array) -> Array:
+    return convert(y, like.dtype, like.weak_type) if y.dtype != like.dtype else y
+
+
+def _bits(x: Array) -> Array:
+    return ew.bitcast_convert_type_p.bind(x, new_dtype=_SIGNED_OF[x.dtype.itemsize])
+
+
+def _from_bits(bits: Array, dtype: np.dtype) -> Array:
+    return ew.bitcast_convert_type_p.bind(bits, new_dtype=dtype)
+
+
+def _copysign(magnitude: Array, sign_of: Array) -> Array:
+    # Bit by bit, so that zeros, infinities and NaNs keep exactly their payload.
+    m, s = _bits(magnitude), _bits(sign_of)
+    sign = _const(m, np.iinfo(m.dtype).min)
+    return _from_bits(bw.or_p.bind(bw.and_p.bind(m, bw.not_p.bind(sign)), bw.and_p.bind(s, sign)), magnitude.dtype)
+
+
+def _unary(name: str, prim, summary: str, example: str = "enp.asarray([0.5, 1.0])", real_only: bool = False) -> Callable:
+    def fn(x: ArrayLike, /) -> Array:
+        (x,) = _real_inexact(name, x) if real_only else promote_inexact(name, x)
+        return prim.bind(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, summary, example)
+
+
+# --- trigonometric, hyperbolic, exponential and logarithmic ----------------------------------------
+
+tan = _unary("tan", ew.tan_p, "The tangent, elementwise.")
+arcsin = _unary("arcsin", ew.asin_p, "The inverse sine, in [-pi/2, pi/2] (NaN outside [-1, 1] for real x).")
+arccos = _unary("arccos", ew.acos_p, "The inverse cosine, in [0, pi] (NaN outside [-1, 1] for real x).")
+arctan = _unary("arctan", ew.atan_p, "The inverse tangent, in [-pi/2, pi/2].")
+sinh = _unary("sinh", ew.sinh_p, "The hyperbolic sine, elementwise.")
+cosh = _unary("cosh", ew.cosh_p, "The hyperbolic cosine, elementwise.")
+arcsinh = _unary("arcsinh", ew.asinh_p, "The inverse hyperbolic sine, elementwise.")
+arccosh = _unary("arccosh", ew.acosh_p, "The inverse hyperbolic cosine (NaN below 1 for real x).", "enp.asarray([1.0, 2.0])")
+arctanh = _unary("arctanh", ew.atanh_p, "The inverse hyperbolic tangent (NaN outside [-1, 1] for real x).")
+exp2 = _unary("exp2", ew.exp2_p, "2 ** x, elementwise.")
+expm1 = _unary("expm1", ew.expm1_p, "exp(x) - 1, accurate for small x.", "enp.asarray([0.0, 1e-8])")
+log1p = _unary("log1p", ew.log1p_p, "log(1 + x), accurate for small x.", "enp.asarray([0.0, 1e-8])")
+cbrt = _unary("cbrt", ew.cbrt_p, "The real cube root (negative for negative x).", "enp.asarray([8.0, -27.0])", real_only=True)
+fabs = _unary("fabs", ew.abs_p, "|x| as a float (complex input is rejected, as in NumPy).", "enp.asarray([-1, 2])", real_only=True)
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def _scaled_log(name: str, base: float) -> Callable:
+    def fn(x: ArrayLike, /) -> Array:
+        (x,) = promote_inexact(name, x)
+        log = ew.log_p.bind(_work(x))
+        if dtypes.is_complex(x.dtype):  # scale both parts, as NumPy (a complex division would turn -inf into NaN)
+            re, im = ew.real_p.bind(log), ew.imag_p.bind(log)
+            return ew.complex_p.bind(ew.mul_p.bind(re, _const(re, 1 / np.log(base))), ew.mul_p.bind(im, _const(im, 1 / np.log(base))))
+        return _back(ew.mul_p.bind(log, _const(log, 1 / np.log(base))), x)
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, f"The base-{base:g} logarithm, elementwise.", "enp.asarray([1.0, 8.0])")
+
+
+log2 = _scaled_log("log2", 2.0)
+log10 = _scaled_log("log10", 10.0)
+
+
+def _angle_scale(name: str, factor: float, summary: str) -> Callable:
+    def fn(x: ArrayLike, /) -> Array:
+        (x,) = _real_inexact(name, x)
+        return ew.mul_p.bind(x, _const(x, factor))
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, summary, "enp.asarray([90.0, 180.0])" if name.startswith("deg") else "enp.asarray([1.0, 3.14159])")
+
+
+deg2rad = _angle_scale("deg2rad", np.pi / 180, "Degrees to radians: x * pi / 180.")
+rad2deg = _angle_scale("rad2deg", 180 / np.pi, "Radians to degrees: x * 180 / pi.")
+radians, degrees = deg2rad, rad2deg
+
+
+def arctan2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The angle of the point (x2, x1) in (-pi, pi]: arctan(x1 / x2) in the right quadrant.
+
+    >>> enp.arctan2(enp.asarray([1.0, -1.0]), -1.0)
+    """
+    return ew.atan2_p.bind(*_real_inexact("arctan2", x1, x2))
+
+
+atan2 = arctan2
+
+
+def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """sqrt(x1**2 + x2**2) without overflow or underflow in the squares.
+
+    >>> enp.hypot(enp.asarray([3.0, 1e30]), enp.asarray([4.0, 1e30]))
+    """
+    x1, x2 = _real_inexact("hypot", x1, x2)
+    a, b = ew.abs_p.bind(_work(x1)), ew.abs_p.bind(_work(x2))
+    big, small = ew.max_p.bind(a, b), ew.min_p.bind(a, b)  # max propagates NaN
+    zero, one, inf = _const(big, 0), _const(big, 1), _const(big, np.inf)
+    is_zero = bw.eq_p.bind(big, zero)
+    # big * sqrt(1 + (small / big)**2); the ratio is at most 1, so nothing overflows.
+    ratio = ew.div_p.bind(small, _select(is_zero, one, big))
+    out = ew.mul_p.bind(big, ew.sqrt_p.bind(ew.add_p.bind(one, ew.mul_p.bind(ratio, ratio))))
+    out = _select(bw.or_p.bind(bw.eq_p.bind(a, inf), bw.eq_p.bind(b, inf)), inf, out)  # hypot(inf, nan) = inf
+    return _back(out, x1)
+
+
+def _logaddexp(name: str, exp_prim, log_scale: float | None) -> Callable:
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+        x1, x2 = _real_inexact(name, x1, x2)
+        a, b = _work(x1), _work(x2)
+        delta = ew.sub_p.bind(a, b)
+        # max + log1p(exp(-|x1 - x2|)); a NaN delta means NaN input or equal infinities: then x1 + x2 is right.
+        tail = ew.log1p_p.bind(exp_prim.bind(ew.neg_p.bind(ew.abs_p.bind(delta))))
+        if log_scale is not None:
+            tail = ew.mul_p.bind(tail, _const(tail, log_scale))
+        out = ew.add_p.bind(ew.max_p.bind(a, b), tail)
+        return _back(_select(bw.ne_p.bind(delta, delta), ew.add_p.bind(a, b), out), x1)
+
+    fn.__name__ = fn.__qualname__ = name
+    base = "2**" if log_scale else "exp("
+    summary = f"log{'2' if log_scale else ''}({base}x1{')' if not log_scale else ''} + {base}x2{')' if not log_scale else ''}), without overflow."
+    return _doc(fn, summary, "enp.asarray([1.0, 1000.0]), 1000.0")
+
+
+logaddexp = _logaddexp("logaddexp", ew.exp_p, None)
+logaddexp2 = _logaddexp("logaddexp2", ew.exp2_p, 1 / np.log(2))
+
+
+def float_power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 ** x2 computed in the widest enabled float: float64 with x64 on, float32 off (complex stays complex).
+
+    >>> enp.float_power(enp.asarray([2, 3]), -1)
+    """
+    x1, x2 = promote_inexact("float_power", x1, x2)
+    target = dtypes.default_complex() if dtypes.is_complex(x1.dtype) else dtypes.default_float()
+    return ew.pow_p.bind(convert(x1, target, x1.weak_type), convert(x2, target, x2.weak_type))
+
+
+def sinc(x: ArrayLike, /) -> Array:
+    """The normalized sinc function sin(pi x) / (pi x), with sinc(0) = 1.
+
+    >>> enp.sinc(enp.asarray([0.0, 0.5, 1.0]))
+    """
+    (x,) = promote_inexact("sinc", x)
+    work = _work(x)
+    one = _const(work, 1)
+    is_zero = bw.eq_p.bind(work, _const(work, 0))
+    pi_x = _select(is_zero, one, ew.mul_p.bind(_const(work, np.pi), work))
+    return _back(_select(is_zero, one, ew.div_p.bind(ew.sin_p.bind(pi_x), pi_x)), x)
+
+
+# --- rounding -------------------------------------------------------------------------------------
+
+
+def _rounding(name: str, prim, summary: str) -> Callable:
+    def fn(x: ArrayLike, /) -> Array:
+        (x,) = promote_args(name, x)
+        if not dtypes.is_inexact(x.dtype):
+            return x  # integers and bool are already integral (NumPy 2 keeps their dtype too)
+        _no_complex(name, x)
+        return prim(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, summary, "enp.asarray([1.5, -1.5])")
+
+
+def _trunc(x: Array) -> Array:
+    return _select(bw.lt_p.bind(x, _const(x, 0)), ew.ceil_p.bind(x), ew.floor_p.bind(x))
+
+
+floor = _rounding("floor", ew.floor_p.bind, "The largest integer <= x (integer input is returned unchanged).")
+ceil = _rounding("ceil", ew.ceil_p.bind, "The smallest integer >= x (integer input is returned unchanged).")
+trunc = _rounding("trunc", _trunc, "x rounded toward zero (integer input is returned unchanged).")
+fix = _rounding("fix", _trunc, "x rounded toward zero, as trunc (integer input is returned unchanged).")
+
+
+def rint(x: ArrayLike, /) -> Array:
+    """x rounded to the nearest integer, ties to even; integers and bool become the default float, as in JAX.
+
+    >>> enp.rint(enp.asarray([0.5, 1.5, -2.5]))
+    """
+    (x,) = promote_inexact("rint", x)
+    if dtypes.is_complex(x.dtype):
+        return ew.complex_p.bind(rint(ew.real_p.bind(x)), rint(ew.imag_p.bind(x)))
+    return ew.round_p.bind(x, rounding_method=ew.ROUND_TO_NEAREST_EVEN)
+
+
+def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
+    """Round to `decimals` decimal places, ties to even (negative `decimals` round to tens, hundreds, ...).
+
+    Integers keep their dtype (exact, also for negative `decimals`); complex
+    numbers round both parts. bool is rejected, as by `jax.numpy.round`.
+
+    >>> enp.round(enp.asarray([1.25, 2.5, -0.125]), 1)
+    """
+    if out is not None:
+        raise InvalidArgumentError("round: the `out` argument is not supported (ember arrays are immutable)")
+    decimals = operator.index(decimals)
+    (x,) = promote_args("round", a)
+    if x.dtype == dtypes.bool_:
+        raise DTypeError("round: not defined for bool (as in jax.numpy); convert with x.astype(float) or x.astype(int)")
+    if dtypes.is_integer(x.dtype):
+        return x if decimals >= 0 else _round_integer(x, -decimals)
+    if dtypes.is_complex(x.dtype):
+        return ew.complex_p.bind(_round_float(ew.real_p.bind(x), decimals), _round_float(ew.imag_p.bind(x), decimals))
+    return _round_float(x, decimals)
+
+
+around = round
+
+
+def _round_float(x: Array, decimals: int) -> Array:
+    even = ew.ROUND_TO_NEAREST_EVEN
+    if decimals == 0:
+        return ew.round_p.bind(x, rounding_method=even)
+    # As NumPy: scale, round, unscale (dividing by 10**-decimals rather than multiplying by an inexact 0.1...).
+    work = _work(x)
+    scale = _const(work, 10.0 ** builtins.abs(decimals))
+    if decimals > 0:
+        out = ew.div_p.bind(ew.round_p.bind(ew.mul_p.bind(work, scale), rounding_method=even), scale)
+    else:
+        out = ew.mul_p.bind(ew.round_p.bind(ew.div_p.bind(work, scale), rounding_method=even), scale)
+    return _back(out, x)
+
+
+def _round_integer(x: Array, places: int) -> Array:
+    # Exact: split x = q * 10**places + r with 0 <= r < 10**places, then round q half to even.
+    factor = 10**places
+    if factor > np.iinfo(x.dtype).max:
+        return lax.full(x.shape, 0, x.dtype)
+    f = _const(x, factor)
+    q = floor_divide(x, f)
+    r = ew.sub_p.bind(x, ew.mul_p.bind(q, f))
+    rest = ew.sub_p.bind(f, r)
+    odd = bw.ne_p.bind(bw.and_p.bind(q, _const(q, 1)), _const(q, 0))
+    up = bw.or_p.bind(bw.gt_p.bind(r, rest), bw.and_p.bind(bw.eq_p.bind(r, rest), odd))
+    return ew.mul_p.bind(ew.add_p.bind(q, convert(up, x.dtype)), f)
+
+
+def modf(x: ArrayLike, /) -> tuple[Array, Array]:
+    """(fractional part, integral part), both with the sign of x; modf(inf) = (0, inf).
+
+    >>> enp.modf(enp.asarray([3.5, -2.25]))
+    """
+    (x,) = _real_inexact("modf", x)
+    whole = _trunc(x)
+    frac = _select(isinf(x), _const(x, 0), ew.sub_p.bind(x, whole))
+    return _copysign(frac, x), whole
+
+
+# --- floating-point manipulation -----------------------------------------------------------------
+
+
+def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """|x1| with the sign bit of x2 (so -0.0 and negative NaNs count as negative).
+
+    >>> enp.copysign(enp.asarray([1.0, -2.0]), -0.0)
+    """
+    x1, x2 = _real_inexact("copysign", x1, x2)
+    return _copysign(x1, x2)
+
+
+def nextafter(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The next representable floating-point value after x1 in the direction of x2.
+
+    >>> enp.nextafter(enp.asarray([1.0]), 2.0)
+    """
+    return ew.nextafter_p.bind(*_real_inexact("nextafter", x1, x2))
+
+
+def spacing(x: ArrayLike, /) -> Array:
+    """The distance from x to the adjacent representable number away from zero (NaN for infinities).
+
+    Signs follow NumPy's conventions per dtype: float16 spacing is always
+    positive; bfloat16 (ml_dtypes) is negative for -0.0; float32/64 are
+    positive for -0.0.
+
+    >>> enp.spacing(enp.asarray([1.0, -1.0]))
+    """
+    (x,) = _real_inexact("spacing", x)
+    inf = _const(x, np.inf)
+    if x.dtype == dtypes.float16:
+        out = ew.sub_p.bind(ew.nextafter_p.bind(x, inf), x)
+        return _select(isinf(x), _const(x, np.nan), out)
+    if x.dtype == dtypes.bfloat16:
+        toward = _copysign(inf, x)
+    else:
+        toward = _select(bw.lt_p.bind(x, _const(x, 0)), _const(x, -np.inf), inf)
+    return ew.sub_p.bind(ew.nextafter_p.bind(x, toward), x)  # inf - inf gives the NaN for infinities
+
+
+def _float_info(dtype: np.dtype) -> tuple[int, int, int, int]:
+    info = dtypes.finfo(dtype)
+    return int(info.nmant), int(info.minexp), int(info.maxexp), (1 << int(info.nexp)) - 1
+
+
+def _frexp(x: Array) -> tuple[Array, Array]:
+    # Bits: x = (-1)**s * 1.m * 2**(E - bias); the mantissa in [0.5, 1) gets the biased exponent bias - 1.
+    nmant, minexp, _, mask = _float_info(x.dtype)
+    bias = 1 - minexp
+    tiny = dtypes.finfo(x.dtype).tiny
+    subnormal = bw.lt_p.bind(ew.abs_p.bind(x), _const(x, tiny))
+    normal = _select(subnormal, ew.mul_p.bind(x, _const(x, 2.0**nmant)), x)  # exact
+    adjust = _select(subnormal, lax.full((), -nmant, dtypes.int32), lax.full((), 0, dtypes.int32))
+    bits = _bits(normal)
+    biased = bw.and_p.bind(bw.shift_right_logical_p.bind(bits, _const(bits, nmant)), _const(bits, mask))
+    exponent = ew.add_p.bind(ew.sub_p.bind(convert(biased, dtypes.int32), lax.full((), bias - 1, dtypes.int32)), adjust)
+    mantissa_bits = bw.or_p.bind(bw.and_p.bind(bits, _const(bits, ~(mask << nmant))), _const(bits, (bias - 1) << nmant))
+    mantissa = _from_bits(mantissa_bits, x.dtype)
+    special = bw.or_p.bind(bw.eq_p.bind(x, _const(x, 0)), bw.not_p.bind(ew.is_finite_p.bind(x)))
+    return _select(special, x, mantissa), _select(special, lax.full((), 0, dtypes.int32), exponent)
+
+
+def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
+    """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1; exponent is int32.
+
+    Exact for every value, subnormals included; 0, inf and NaN give (x, 0).
+
+    >>> enp.frexp(enp.asarray([8.0, 0.3]))
+    """
+    (x,) = _real_inexact("frexp", x)
+    return _frexp(x)
+
+
+def _power_of_two(k: Array, dtype: np.dtype) -> Array:
+    """2.0**k in `dtype` from its bits, for int32 k in the normal exponent range."""
+    nmant, minexp, _, _ = _float_info(dtype)
+    k = convert(ew.add_p.bind(k, lax.full((), 1 - minexp, dtypes.int32)), _SIGNED_OF[dtype.itemsize])
+    return _from_bits(bw.shift_left_p.bind(k, _const(k, nmant)), dtype)
+
+
+def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 * 2**x2 for integer x2, exactly (one correct rounding into the subnormals, inf on overflow).
+
+    >>> enp.ldexp(enp.asarray([1.0, 0.75]), enp.asarray([3, -1]))
+    """
+    (x,) = _real_inexact("ldexp", x1)
+    (e,) = promote_args("ldexp", x2)
+    if dtypes.is_inexact(e.dtype):
+        raise DTypeError(f"ldexp: the exponent x2 must be an integer array, got {e.dtype} (as in NumPy); use x2.astype(int)")
+    nmant, minexp, maxexp, _ = _float_info(x.dtype)
+    # Beyond [lowest, highest] the result is 0 or inf whatever the mantissa; clamping first keeps int32 sums exact.
+    lowest, highest = minexp - nmant - 2, maxexp + 1
+    span = 2 * (highest - lowest)
+    if e.dtype == dtypes.bool_:
+        e = convert(e, dtypes.int32)
+    else:
+        info = np.iinfo(e.dtype)
+        e = ew.clamp_p.bind(_const(e, builtins.max(-span, info.min)), e, _const(e, builtins.min(span, info.max)))
+        e = convert(e, dtypes.int32)
+    mantissa, exponent = _frexp(x)
+    total = ew.add_p.bind(exponent, e)
+    total = ew.clamp_p.bind(lax.full((), lowest, dtypes.int32), total, lax.full((), highest, dtypes.int32))
+    # mantissa * 2**a is exact (a small), then * 2**b (a normal power) rounds once.
+    b = ew.clamp_p.bind(lax.full((), minexp, dtypes.int32), total, lax.full((), maxexp - 1, dtypes.int32))
+    a = ew.sub_p.bind(total, b)
+    out = ew.mul_p.bind(ew.mul_p.bind(mantissa, _power_of_two(a, x.dtype)), _power_of_two(b, x.dtype))
+    return convert(out, x.dtype, x.weak_type and e.weak_type)
+
+
+# --- extrema, remainders and steps ---------------------------------------------------------------
+
+
+def _nan_ignoring(name: str, prim, strict) -> Callable:
+    def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+        x1, x2 = promote_args(name, x1, x2)
+        if not dtypes.is_inexact(x1.dtype):
+            return prim.bind(x1, x2)
+        if dtypes.is_complex(x1.dtype):
+            r1, i1, r2, i2 = (part.bind(v) for v in (x1, x2) for part in (ew.real_p, ew.imag_p))
+            # Lexicographic on (real, imaginary), as NumPy orders complex numbers.
+            first = bw.or_p.bind(strict.bind(r1, r2), bw.and_p.bind(bw.eq_p.bind(r1, r2), strict.bind(i1, i2)))
+        else:
+            first = strict.bind(x1, x2)
+        keep = bw.or_p.bind(bw.and_p.bind(first, bw.not_p.bind(isnan(x1))), isnan(x2))
+        return _select(keep, x1, x2)
+
+    fn.__name__ = fn.__qualname__ = name
+    word = "maximum" if name == "fmax" else "minimum"
+    return _doc(fn, f"The elementwise {word}, ignoring NaN (NaN only where both are NaN).", "enp.asarray([1.0, float('nan')]), 0.0")
+
+
+fmax = _nan_ignoring("fmax", ew.max_p, bw.gt_p)
+fmin = _nan_ignoring("fmin", ew.min_p, bw.lt_p)
+
+
+def fmod(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The C remainder: x1 - trunc(x1 / x2) * x2, with the sign of x1 (integer x % 0 gives 0).
+
+    >>> enp.fmod(enp.asarray([7, -7]), 3)
+    """
+    x1, x2 = _numeric("fmod", x1, x2)
+    _no_complex("fmod", x1)
+    if dtypes.is_integer(x1.dtype):
+        x2 = _select(bw.eq_p.bind(x2, _const(x2, 0)), _const(x2, 1), x2)
+    return ew.rem_p.bind(x1, x2)
+
+
+def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The Heaviside step: 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0 (NaN stays NaN).
+
+    >>> enp.heaviside(enp.asarray([-1.0, 0.0, 2.0]), 0.5)
+    """
+    x1, x2 = _real_inexact("heaviside", x1, x2)
+    zero, one = _const(x1, 0), _const(x1, 1)
+    out = _select(bw.lt_p.bind(x1, zero), zero, _select(bw.gt_p.bind(x1, zero), one, x2))
+    return _select(isnan(x1), x1, out)
+
+
+def sign(x: ArrayLike, /) -> Array:
+    """-1, 0 or 1 by the sign of x (NaN for NaN); x / |x| for complex x, as NumPy 2.
+
+    >>> enp.sign(enp.asarray([-2.0, 0.0, 3.0]))
+    """
+    (x,) = promote_args("sign", x)
+    if x.dtype == dtypes.bool_:
+        raise DTypeError("sign: not defined for bool (as in NumPy); convert with x.astype(int)")
+    return ew.sign_p.bind(x)
+
+
+def square(x: ArrayLike, /) -> Array:
+    """x * x, elementwise (bool becomes int32, as in JAX).
+
+    >>> enp.square(enp.asarray([2, -3]))
+    """
+    return ew.square_p.bind(*_numeric("square", x))
+
+
+def reciprocal(x: ArrayLike, /) -> Array:
+    """1 / x in x's dtype; for integers the truncated quotient, as NumPy (1 // 0 gives 0 here).
+
+    >>> enp.reciprocal(enp.asarray([2.0, 0.5]))
+    """
+    (x,) = _numeric("reciprocal", x)
+    if dtypes.is_complex(x.dtype):
+        return _complex_reciprocal(x)
+    if dtypes.is_floating(x.dtype):
+        return ew.div_p.bind(_const(x, 1), x)
+    # 1 / x truncates to 0 unless |x| == 1.
+    out = convert(bw.eq_p.bind(x, _const(x, 1)), x.dtype)
+    if dtypes.is_signed(x.dtype):
+        out = ew.sub_p.bind(out, convert(bw.eq_p.bind(x, _const(x, -1)), x.dtype))
+    return out
+
+
+def _complex_reciprocal(z: Array) -> Array:
+    # NumPy's algorithm (Smith's, scaled by the larger part), so that 1 / 0j is NaN as in NumPy, not inf.
+    re, im = ew.real_p.bind(z), ew.imag_p.bind(z)
+    one = _const(re, 1)
+    by_real = bw.le_p.bind(ew.abs_p.bind(im), ew.abs_p.bind(re))
+    r1 = ew.div_p.bind(im, re)
+    d1 = ew.add_p.bind(re, ew.mul_p.bind(im, r1))
+    r2 = ew.div_p.bind(re, im)
+    d2 = ew.add_p.bind(ew.mul_p.bind(re, r2), im)
+    out_re = _select(by_real, ew.div_p.bind(one, d1), ew.div_p.bind(r2, d2))
+    out_im = _select(by_real, ew.neg_p.bind(ew.div_p.bind(r1, d1)), ew.neg_p.bind(ew.div_p.bind(one, d2)))
+    return ew.complex_p.bind(out_re, out_im)
+
+
+# --- integers ------------------------------------------------------------------------------------
+
+
+def _magnitude(x: Array) -> Array:
+    """|x| as the unsigned integer of the same width (|int8(-128)| is 128)."""
+    unsigned = _UNSIGNED_OF[x.dtype.itemsize]
+    return convert(ew.abs_p.bind(x) if dtypes.is_signed(x.dtype) else x, unsigned)
+
+
+def _gcd_unsigned(a: Array, b: Array) -> Array:
+    # Euclid on all lanes at once; Lame's bound gives at most ~1.44 * bits + 2 steps.
+    a, b = _broadcast_all(a, b)
+    zero, one = _const(a, 0), _const(a, 1)
+    for _ in range(8 * a.dtype.itemsize * 3 // 2 + 2):
+        nonzero = bw.ne_p.bind(b, zero)
+        r = ew.rem_p.bind(a, _select(nonzero, b, one))
+        a, b = _select(nonzero, b, a), _select(nonzero, r, zero)
+    return a
+
+
+def gcd(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The greatest common divisor of |x1| and |x2| (gcd(0, 0) = 0), for integers.
+
+    >>> enp.gcd(enp.asarray([12, 20]), 8)
+    """
+    x1, x2 = promote_args("gcd", x1, x2)
+    _integers_only("gcd", x1)
+    return convert(_gcd_unsigned(_magnitude(x1), _magnitude(x2)), x1.dtype)
+
+
+def lcm(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The least common multiple of |x1| and |x2| (0 when either is 0), for integers.
+
+    >>> enp.lcm(enp.asarray([4, 6]), 10)
+    """
+    x1, x2 = promote_args("lcm", x1, x2)
+    _integers_only("lcm", x1)
+    a, b = _magnitude(x1), _magnitude(x2)
+    g = _gcd_unsigned(a, b)
+    zero = _const(g, 0)
+    is_zero = bw.eq_p.bind(g, zero)
+    out = ew.mul_p.bind(ew.div_p.bind(a, _select(is_zero, _const(g, 1), g)), b)  # a / gcd * b, wrapping as NumPy
+    return convert(_select(is_zero, zero, out), x1.dtype)
+
+
+def bitwise_count(x: ArrayLike, /) -> Array:
+    """The number of 1 bits in |x|, as uint8.
+
+    >>> enp.bitwise_count(enp.asarray([7, -8]))
+    """
+    (x,) = promote_args("bitwise_count", x)
+    if x.dtype == dtypes.bool_:
+        return convert(x, dtypes.uint8)
+    _integers_only("bitwise_count", x)
+    return convert(bw.population_count_p.bind(_magnitude(x)), dtypes.uint8)
+
+
+# --- classification and complex numbers -----------------------------------------------------------
+
+
+def _isinf_signed(name: str, value: float) -> Callable:
+    def fn(x: ArrayLike, /) -> Array:
+        (x,) = promote_args(name, x)
+        _no_complex(name, x)
+        if not dtypes.is_floating(x.dtype):
+            return _falses(x)
+        return bw.eq_p.bind(x, _const(x, value))
+
+    fn.__name__ = fn.__qualname__ = name
+    return _doc(fn, f"Whether x is {'+' if value > 0 else '-'}inf (always False for integers).", "enp.asarray([1.0, float('inf'), -float('inf')])")
+
+
+isposinf = _isinf_signed("isposinf", np.inf)
+isneginf = _isinf_signed("isneginf", -np.inf)
+
+
+def iscomplex(x: ArrayLike, /) -> Array:
+    """Whether the imaginary part is nonzero (False everywhere for real dtypes).
+
+    >>> enp.iscomplex(enp.asarray([1 + 1j, 2 + 0j]))
+    """
+    (x,) = promote_args("iscomplex", x)
+    if not dtypes.is_complex(x.dtype):
+        return _falses(x)
+    im = ew.imag_p.bind(x)
+    return bw.ne_p.bind(im, _const(im, 0))
+
+
+def isreal(x: ArrayLike, /) -> Array:
+    """Whether the imaginary part is zero (True everywhere for real dtypes).
+
+    >>> enp.isreal(enp.asarray([1 + 1j, 2 + 0j]))
+    """
+    (x,) = promote_args("isreal", x)
+    if not dtypes.is_complex(x.dtype):
+        return _falses(x, True)
+    im = ew.imag_p.bind(x)
+    return bw.eq_p.bind(im, _const(im, 0))
+
+
+def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Array:
+    """|a - b| <= atol + rtol * |b|, elementwise; infinities are close only to themselves.
+
+    >>> enp.isclose(enp.asarray([1.0, 1.1]), 1.000001)
+    """
+    x, y = promote_inexact("isclose", a, b)
+    wx, wy = _work(x), _work(y)
+    diff = ew.abs_p.bind(ew.sub_p.bind(wx, wy))
+    scale = ew.abs_p.bind(wy)
+    close = bw.le_p.bind(diff, ew.add_p.bind(_const(scale, atol), ew.mul_p.bind(_const(scale, rtol), scale)))
+    x_inf, y_inf = isinf(x), isinf(y)
+    # Infinities: close exactly when equal; NaN: never, unless equal_nan and both are NaN.
+    close = bw.and_p.bind(close, bw.not_p.bind(bw.or_p.bind(x_inf, y_inf)))
+    close = bw.or_p.bind(close, bw.and_p.bind(bw.and_p.bind(x_inf, y_inf), bw.eq_p.bind(x, y)))
+    x_nan, y_nan = isnan(x), isnan(y)
+    close = bw.and_p.bind(close, bw.not_p.bind(bw.or_p.bind(x_nan, y_nan)))
+    if equal_nan:
+        close = bw.or_p.bind(close, bw.and_p.bind(x_nan, y_nan))
+    return close
+
+
+def angle(z: ArrayLike, deg: bool = False) -> Array:
+    """The counterclockwise angle of z from the positive real axis, in radians (degrees with deg=True).
+
+    >>> enp.angle(enp.asarray([1j, -1.0]))
+    """
+    (z,) = promote_inexact("angle", z)
+    if dtypes.is_complex(z.dtype):
+        re, im = ew.real_p.bind(z), ew.imag_p.bind(z)
+    else:
+        re, im = z, _const(z, 0)
+    out = ew.atan2_p.bind(*_broadcast_all(_work(im), _work(re)))
+    if deg:
+        out = ew.mul_p.bind(out, _const(out, 180 / np.pi))
+    return _back(out, re)
+
+
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Array:
+    """NaN -> `nan`, +inf -> `posinf`, -inf -> `neginf` (defaults: 0 and the dtype's largest finite values).
+
+    >>> enp.nan_to_num(enp.asarray([float("nan"), float("inf"), 1.0]))
+    """
+    del copy  # ember arrays are immutable
+    (x,) = promote_args("nan_to_num", x)
+    if not dtypes.is_inexact(x.dtype):
+        return x
+    if dtypes.is_complex(x.dtype):
+        parts = (nan_to_num(part.bind(x), nan=nan, posinf=posinf, neginf=neginf) for part in (ew.real_p, ew.imag_p))
+        return ew.complex_p.bind(*parts)
+    info = dtypes.finfo(x.dtype)
+    out = _select(isnan(x), _const(x, nan), x)
+    out = _select(bw.eq_p.bind(out, _const(x, np.inf)), _const(x, info.max if posinf is None else posinf), out)
+    return _select(bw.eq_p.bind(out, _const(x, -np.inf)), _const(x, info.min if neginf is None else neginf), out)
+
+
+__all__ = [
+    "acos",
+    "acosh",
+    "angle",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "around",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_count",
+    "cbrt",
+    "ceil",
+    "copysign",
+    "cosh",
+    "deg2rad",
+    "degrees",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fix",
+    "float_power",
+    "floor",
+    "fmax",
+    "fmin",
+    "fmod",
+    "frexp",
+    "gcd",
+    "heaviside",
+    "hypot",
+    "isclose",
+    "iscomplex",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "lcm",
+    "ldexp",
+    "log1p",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logaddexp2",
+    "modf",
+    "nan_to_num",
+    "nextafter",
+    "rad2deg",
+    "radians",
+    "reciprocal",
+    "rint",
+    "round",
+    "sign",
+    "sinc",
+    "sinh",
+    "spacing",
+    "square",
+    "tan",
+    "trunc",
+]  # fmt: skip

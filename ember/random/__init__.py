@@ -1,0 +1,34 @@
+"""ember.random: explicit, splittable, counter-based random numbers (JAX's ``jax.random``).
+
+A key is a uint32 array of shape (2,) (JAX's raw key). Every function is a
+pure function of its key: the same key gives the same numbers, on every
+backend and under every transform, and never the numbers of a different key.
+Make keys with `key`, and new ones with `split` or `fold_in`; do not reuse a
+key for two different draws.
+
+>>> import ember.random as er
+>>> k = er.key(0)
+>>> k_init, k_data = er.split(k)
+>>> er.normal(k_init, (2, 3)).shape
+(2, 3)
+
+Everything is built on one primitive, ``threefry2x32`` (Threefry-2x32, 20
+rounds), with the bit layouts of JAX's threefry implementation.
+"""
+
+from ember.random._distributions import (
+    bernoulli,
+    categorical,
+    gumbel,
+    normal,
+    randint,
+    truncated_normal,
+    uniform,
+)
+from ember.random._keys import PRNGKey, bits, fold_in, key, split, threefry2x32
+from ember.random._sampling import choice, permutation
+
+__all__ = [
+    "PRNGKey", "bernoulli", "bits", "categorical", "choice", "fold_in", "gumbel", "key", "normal", "permutation",
+    "randint", "split", "threefry2x32", "truncated_normal", "uniform",
+]  # fmt: skip
