@@ -39,13 +39,13 @@ Padding = str | Sequence[tuple[int, int]]
 DimensionNumbers = ConvDimensionNumbers | tuple[str, str, str] | None
 
 
-def _ints(op: str, name: str, values, count: int) -> tuple[int, ...]:
+def _ints(op: str, name: str, values, count: int, per: str = "spatial dimension") -> tuple[int, ...]:
     try:
         out = tuple(operator.index(v) for v in values)
     except TypeError:
         raise InvalidArgumentError(f"{op}: {name} must be a sequence of ints, got {values!r}") from None
     if len(out) != count:
-        raise InvalidArgumentError(f"{op}: {name}={out} has {len(out)} entries; expected {count}, one per spatial dimension")
+        raise InvalidArgumentError(f"{op}: {name}={out} has {len(out)} entries; expected {count}, one per {per}")
     return out
 
 
@@ -326,10 +326,10 @@ def _is_identity(init, kind: str, dtype: np.dtype) -> bool:
 
 def _window_params(op: str, x: Array, window_dimensions, window_strides, padding, base_dilation, window_dilation):
     n = x.ndim
-    dims = _ints(op, "window_dimensions", window_dimensions, n)
-    strides = _ints(op, "window_strides", window_strides, n)
-    base = (1,) * n if base_dilation is None else _ints(op, "base_dilation", base_dilation, n)
-    wdil = (1,) * n if window_dilation is None else _ints(op, "window_dilation", window_dilation, n)
+    dims = _ints(op, "window_dimensions", window_dimensions, n, "operand dimension")
+    strides = _ints(op, "window_strides", window_strides, n, "operand dimension")
+    base = (1,) * n if base_dilation is None else _ints(op, "base_dilation", base_dilation, n, "operand dimension")
+    wdil = (1,) * n if window_dilation is None else _ints(op, "window_dilation", window_dilation, n, "operand dimension")
     if isinstance(padding, str):
         padding = _padtype_to_pads(op, x.shape, [dilate_dim(d, r) for d, r in zip(dims, wdil)], strides, padding)
     else:

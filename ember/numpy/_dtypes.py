@@ -8,6 +8,14 @@ import numpy as np
 from ember.core import dtypes as _d
 from ember.numpy._core import _dtype_and_weak
 
+__all__ = [
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+    "float64", "bfloat16", "complex64", "complex128", "float_", "complex_", "int_", "uint", "dtype", "generic",
+    "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating", "pi", "e",
+    "inf", "nan", "euler_gamma", "newaxis", "promote_types", "result_type", "issubdtype", "finfo", "iinfo",
+    "can_cast", "isdtype",
+]  # fmt: skip
+
 bool_ = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
