@@ -152,3 +152,10 @@ def test_gather_and_scatter_directly():
     flat = np.arange(6.0)
     np.testing.assert_array_equal(np.asarray(lax.gather(flat, np.array([[4]]), dn2, (3,), mode="clip")), [[3, 4, 5]])
     assert np.isnan(np.asarray(lax.gather(flat, np.array([[4]]), dn2, (3,), mode="fill"))).all()
+
+
+def test_update_values_with_leading_ones_follow_numpy():
+    want = np.zeros((3, 4), np.float32)
+    want[0] = np.ones((1, 1, 4), np.float32)  # NumPy's setitem drops the leading 1s
+    got = enp.zeros((3, 4)).at[0].set(enp.ones((1, 1, 4)))
+    np.testing.assert_array_equal(np.asarray(got), want)

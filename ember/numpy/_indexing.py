@@ -18,7 +18,7 @@ from ember.core import dtypes
 from ember.core.array import Array, from_host
 from ember.core.primitive import Tracer
 from ember.core.primitives import indexing as ix
-from ember.errors import ConcretizationError, DTypeError
+from ember.errors import ConcretizationError, DTypeError, ShapeError
 from ember.lax._convert import convert
 
 
@@ -223,14 +223,14 @@ class _IndexUpdateRef:
 
         >>> enp.zeros(3).at[1].set(5.0)
         """
-        return _update(self.array, self.index, values, ix.scatter_p, mode)
+        return _update("set", self.array, self.index, values, ix.scatter_p, mode)
 
     def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False) -> Array:
         """A copy of x with ``x[idx] += values``, duplicates accumulating.
 
         >>> enp.zeros(3).at[enp.asarray([0, 0])].add(1.0)
         """
-        return _update(self.array, self.index, values, ix.scatter_add_p, mode)
+        return _update("add", self.array, self.index, values, ix.scatter_add_p, mode)
 
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False) -> Array:
         """A copy of x with ``x[idx] -= values``, duplicates accumulating.
@@ -246,7 +246,7 @@ class _IndexUpdateRef:
 
         >>> enp.ones(3).at[1].multiply(4.0)
         """
-        return _update(self.array, self.index, values, ix.scatter_mul_p, mode)
+        return _update("multiply", self.array, self.index, values, ix.scatter_mul_p, mode)
 
     mul = multiply
 
@@ -266,14 +266,14 @@ class _IndexUpdateRef:
 
         >>> enp.ones(3).at[1].min(0.0)
         """
-        return _update(self.array, self.index, values, ix.scatter_min_p, mode)
+        return _update("min", self.array, self.index, values, ix.scatter_min_p, mode)
 
     def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False) -> Array:
         """A copy of x with ``x[idx] = maximum(x[idx], values)``.
 
         >>> enp.ones(3).at[1].max(7.0)
         """
-        return _update(self.array, self.index, values, ix.scatter_max_p, mode)
+        return _update("max", self.array, self.index, values, ix.scatter_max_p, mode)
 
 
 def _values_as(x: Array, values) -> Array:
@@ -283,7 +283,7 @@ def _values_as(x: Array, values) -> Array:
     return convert(v, x.dtype, x.weak_type) if v.dtype != x.dtype else v
 
 
-def _update(x: Array, index, values, prim, mode) -> Array:
+def _update(method: str, x: Array, index, values, prim, mode) -> Array:
     from ember.numpy._shape import broadcast_to, reshape
 
     scatter_mode = ix.GatherScatterMode.parse("drop" if mode is None else mode)
@@ -291,7 +291,16 @@ def _update(x: Array, index, values, prim, mode) -> Array:
     positions = lax.reshape(lax.iota(_index_dtype(x.size), x.size), x.shape)
     # Out-of-bounds reads give position -1, which the scatter then drops.
     selected = getitem(positions, index, mode=gather_mode, fill_value=-1, ints_as_arrays=True)
-    updates = broadcast_to(_values_as(x, values), selected.shape)
+    updates = _values_as(x, values)
+    while updates.ndim > selected.ndim and updates.shape[0] == 1:  # NumPy drops leading 1s of the values
+        updates = reshape(updates, updates.shape[1:])
+    try:
+        updates = broadcast_to(updates, selected.shape)
+    except ShapeError:
+        raise ShapeError(
+            f"at[...].{method}: values of shape {updates.shape} do not broadcast to the shape {selected.shape} that "
+            f"the index selects from x of shape {x.shape}; pass values of that shape, or one that broadcasts to it"
+        ) from None
     dn = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
     flat = prim.bind(reshape(x, (-1,)), reshape(selected, (-1, 1)), reshape(updates, (-1,)), dimension_numbers=dn,
                      mode=scatter_mode, indices_are_sorted=False, unique_indices=False)  # fmt: skip
