@@ -85,11 +85,33 @@ class Primitive:
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]):
         """Check shapes and dtypes, run the kernel on concrete values, wrap the result."""
-        out_aval = self.abstract_eval(*[x.aval for x in args], **params)
+        out_aval = self._checked_aval(args, params)
         out = (self._kernel or self.kernel())(*[x._value for x in args], **params)
         if self.multiple_results:
             return [_wrap_checked(o, a) for o, a in zip(out, out_aval, strict=True)]
         return _wrap_checked(out, out_aval)
+
+
+    def _checked_aval(self, args: Sequence[Array], params: dict[str, Any]):
+        # Shape rules are pure functions of the operands' (shape, dtype, weak type) and the
+        # parameters, so eager mode remembers what they returned: a repeated call skips the
+        # rule's Python. Only successes are kept; unhashable parameters skip the cache.
+        try:
+            key = (self, *[(x._value.shape, x._value.dtype, x._weak) for x in args], *params.items())
+            return _EAGER_AVALS[key]
+        except KeyError:
+            pass
+        except TypeError:
+            return self.abstract_eval(*[x.aval for x in args], **params)
+        out_aval = self.abstract_eval(*[x.aval for x in args], **params)
+        if len(_EAGER_AVALS) >= _EAGER_AVALS_MAX:
+            _EAGER_AVALS.clear()
+        _EAGER_AVALS[key] = out_aval
+        return out_aval
+
+
+_EAGER_AVALS: dict[tuple, Any] = {}
+_EAGER_AVALS_MAX = 8192
 
 
 def _wrap_checked(value, aval: ShapedArray) -> Array:

@@ -13,7 +13,7 @@ import numpy as np
 import opt_einsum
 
 from ember import lax
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import InvalidArgumentError, ShapeError
@@ -28,6 +28,10 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, precision=None, preferred_element
     >>> matmul(ones((2, 3)), ones((3, 4))).shape
     (2, 4)
     """
+    if type(x1) is Array and type(x2) is Array and precision is None and preferred_element_type is None:
+        out = _matmul_fast(x1, x2)
+        if out is not None:
+            return out
     a, b = promote_args("matmul", x1, x2)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must be at least 1-d, got shapes {a.shape} and {b.shape}; use multiply for scalars")
@@ -53,6 +57,24 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, precision=None, preferred_element
     nb = len(batch)
     out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), **kw)
     return lax.squeeze(out, (nb,)) if vector_a else out
+
+
+_MATMUL_FAST = {np.dtype(t) for t in ("float32", "float64", "complex64", "complex128")}
+
+
+def _matmul_fast(x1: Array, x2: Array) -> Array | None:
+    # Two concrete CPU arrays of one float/complex dtype (no promotion, accumulation in that
+    # dtype, as the dot_general kernel does): NumPy's matmul directly. None: take the general path.
+    x, y = x1._value, x2._value
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype is not y.dtype or x.dtype not in _MATMUL_FAST:
+        return None
+    if x.ndim == 0 or y.ndim == 0 or x.shape[-1] != y.shape[max(y.ndim - 2, 0)]:
+        return None
+    try:
+        out = np.matmul(x, y)
+    except ValueError:  # batch dimensions that do not broadcast: the general path explains
+        return None
+    return wrap(np.asarray(out), x1._weak and x2._weak)
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:

@@ -139,6 +139,39 @@ def _accepts(other) -> bool:
     return isinstance(other, _PY_OK) or hasattr(other, "__array__")
 
 
+_BASIC_ITEM = (int, slice, type(None), type(Ellipsis))
+
+
+def _getitem(self, index):
+    # Fast lane: basic indexing (ints, slices of ints, None, ...) of a concrete CPU array is a
+    # NumPy view; views of ember's buffers are safe because no one writes to them.
+    if type(self) is Array and type(self._value) is _ndarray:
+        kind = type(index)
+        if kind is int or kind is slice or (kind is tuple and all(type(i) in _BASIC_ITEM for i in index)):
+            if _plain_slices(index if kind is tuple else (index,)):
+                try:
+                    out = self._value[index]
+                except IndexError:
+                    pass  # out of bounds: the general path raises ember's message
+                else:
+                    result = _new(Array)
+                    result._value = out if type(out) is _ndarray else np.asarray(out)
+                    result._weak = self._weak
+                    return result
+    return _indexing.getitem(self, index)
+
+
+def _plain_slices(items) -> bool:
+    for i in items:
+        if type(i) is slice and not (_plain(i.start) and _plain(i.stop) and _plain(i.step)):
+            return False
+    return True
+
+
+def _plain(v) -> bool:
+    return v is None or type(v) is int
+
+
 def _install_operators() -> None:
     for name, (fn, prim) in _BINARY.items():
         forward, reflected = _operator(fn, prim)
@@ -151,7 +184,7 @@ def _install_operators() -> None:
     Array.__pos__ = lambda self: _ufuncs.positive(self)
     Array.__abs__ = lambda self: _ufuncs.absolute(self)
     Array.__invert__ = lambda self: _ufuncs.invert(self)
-    Array.__getitem__ = lambda self, index: _indexing.getitem(self, index)
+    Array.__getitem__ = _getitem
     Array.at = property(_indexing._IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, .max, .get")
     Array.__array_namespace__ = lambda self, /, *, api_version=None: sys.modules["ember.numpy"]
 

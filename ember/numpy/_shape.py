@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember import lax
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import InvalidArgumentError, ShapeError
@@ -49,9 +49,17 @@ def reshape(a: ArrayLike, shape: int | Sequence[int] = None, order: str = "C", *
     >>> reshape(arange(6), (2, -1)).shape
     (2, 3)
     """
-    x = asarray(a)
     if shape is None:
         shape = newshape
+    if type(a) is Array and type(a._value) is np.ndarray and order == "C" and type(shape) is tuple:
+        # Fast lane for a concrete CPU array: NumPy's reshape is a view; ember's checks explain failures.
+        try:
+            out = a._value.reshape(shape) if all(type(d) is int and d >= -1 for d in shape) else None
+        except ValueError:
+            out = None
+        if out is not None:
+            return wrap(out, a._weak)
+    x = asarray(a)
     if order not in ("C", "F"):
         raise InvalidArgumentError(f"reshape: order must be 'C' or 'F', got {order!r}")
     new = _resolve_shape(x, (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))

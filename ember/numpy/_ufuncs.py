@@ -191,6 +191,9 @@ def _broadcast_all(*xs: Array, op: str = "broadcast_arrays") -> list[Array]:
     from ember.core.primitives._rules import broadcast_shapes
     from ember.numpy._shape import broadcast_to
 
+    shape = xs[0].shape
+    if all(x.shape == shape for x in xs):
+        return list(xs)
     target = broadcast_shapes(op, *(x.shape for x in xs))
     return [broadcast_to(x, target) for x in xs]
 
