@@ -15,6 +15,7 @@ from ember import (
 from ember.config import config
 from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
+from ember.transforms import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -31,4 +32,5 @@ def devices(platform: str | None = None) -> list[Device]:
     return [d for d in found if platform is None or d.platform == platform]
 
 
-__all__ = ["Array", "Device", "__version__", "config", "devices", "errors", "lax", "numpy", "tree"]
+__all__ = ["Array", "Device", "__version__", "config", "devices", "errors", "grad", "jvp", "lax", "linear_transpose",
+           "linearize", "numpy", "tree", "value_and_grad", "vjp"]

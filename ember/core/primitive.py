@@ -20,7 +20,7 @@ from typing import Any
 from ember.backends import cpu as _cpu
 from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
-from ember.errors import ConcretizationError
+from ember.errors import ConcretizationError, TracerLeakError
 
 __all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "new_trace", "trace_stack"]
 
@@ -74,6 +74,8 @@ class Primitive:
         trace = find_top_trace(args, stack)
         if trace is None:
             return self.eager(args, params)
+        if not trace.alive:
+            raise _leak_error(self.name, trace)
         tracers = [trace.full_raise(x) for x in args]
         return trace.process_primitive(self, tracers, params)
 
@@ -132,6 +134,7 @@ class Trace:
 
     def __init__(self, level: int):
         self.level = level
+        self.alive = True  # False once the transform has returned: its tracers must not be used
 
     def pure(self, value: Array) -> Tracer:
         raise NotImplementedError(f"{type(self).__name__} must define pure()")
@@ -143,6 +146,8 @@ class Trace:
         if isinstance(value, Tracer):
             if value._trace is self:
                 return value
+            if not value._trace.alive:
+                raise _leak_error("a transform", value._trace)
             if value._trace.level < self.level:
                 return self.pure(value)
             raise AssertionError(f"tracer from level {value._trace.level} met trace of level {self.level}")
@@ -178,6 +183,13 @@ class Tracer(Array):
     def weak_type(self):
         return self.aval.weak_type
 
+    @property
+    def _value(self):
+        # Reached when a tracer meets eager code: after its transform ended (a leak), or a bug.
+        if not self._trace.alive:
+            raise _leak_error("eager evaluation", self._trace)
+        raise ConcretizationError(f"internal error: the traced value {self!r} has no concrete value")
+
     def _concrete(self, what: str):
         raise ConcretizationError(
             f"{what} needs a concrete value, but got a traced value {self.aval.str_short()} "
@@ -209,4 +221,13 @@ def new_trace(trace_type: type[Trace], *args: Any) -> Iterator[Trace]:
     try:
         yield trace
     finally:
+        trace.alive = False
         stack.pop()
+
+
+def _leak_error(where: str, trace: Trace) -> TracerLeakError:
+    return TracerLeakError(
+        f"{where}: got a value traced by {type(trace).__name__}, a transform that has already returned (a leaked "
+        "tracer, e.g. stored in a global or a closure during the transform); return such values from the "
+        "transformed function instead of keeping them"
+    )

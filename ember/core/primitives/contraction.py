@@ -37,3 +37,61 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers, 
 
 
 dot_general_p.abstract_eval = _dot_general_rule
+
+
+# --- differentiation rules ------------------------------------------------------------------
+# dot_general is bilinear: d(l . r) = dl . r + l . dr, and each transpose is another
+# dot_general of the cotangent with the other operand, followed by a transpose (as JAX's).
+
+from ember.core.ad import defjvp, is_undefined  # noqa: E402
+
+
+def _remaining(n: int, *removed) -> list[int]:
+    gone = {a for group in removed for a in group}
+    return [i for i in range(n) if i not in gone]
+
+
+def _to_dtype(x, dtype):
+    if x.dtype == dtype:
+        return x
+    from ember.core.primitives.elementwise import convert_element_type_p
+
+    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=False)
+
+
+def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, swap_ans=False):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_kept = _remaining(len(x_aval.shape), x_contract, x_batch)
+    y_kept = _remaining(y.ndim, y_contract, y_batch)
+    nb = len(x_batch)
+    if swap_ans:
+        ans_y = range(nb, nb + len(y_kept))
+    else:
+        ans_y = range(nb + len(x_kept), nb + len(x_kept) + len(y_kept))
+    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(range(nb)), tuple(y_batch)))
+    x_contract_by_y = [x_contract[i] for i in sorted(range(len(y_contract)), key=lambda i: y_contract[i])]
+    order = list(x_batch) + x_kept + x_contract_by_y
+    out_axes = tuple(sorted(range(len(order)), key=lambda i: order[i]))
+    ct = _to_dtype(ct, y.dtype)
+    x_bar = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision, preferred_element_type=None)
+    return _to_dtype(_transpose_axes(x_bar, out_axes), x_aval.dtype)
+
+
+def _transpose_axes(x, permutation):
+    from ember.core.primitives.structural import transpose_p
+
+    return x if permutation == tuple(range(x.ndim)) else transpose_p.bind(x, permutation=permutation)
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    ct_lhs = _transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, precision) if is_undefined(lhs) else None
+    swapped = ((rc, lc), (rb, lb))
+    ct_rhs = _transpose_lhs(ct, rhs.aval, lhs, swapped, precision, swap_ans=True) if is_undefined(rhs) else None
+    return [ct_lhs, ct_rhs]
+
+
+defjvp(dot_general_p,
+       lambda t, ans, lhs, rhs, **params: dot_general_p.bind(t, rhs, **params),
+       lambda t, ans, lhs, rhs, **params: dot_general_p.bind(lhs, t, **params))  # fmt: skip
+dot_general_p.transpose = _dot_general_transpose

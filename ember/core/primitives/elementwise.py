@@ -10,7 +10,11 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
+from ember.core.ad import Zero, broadcast_to, defjvp, deflinear, defnondiff, instantiate, is_undefined, unbroadcast, zeros
+from ember.core.array import wrap
 from ember.core.primitive import Primitive
+from ember.core.primitives import bitwise as _bw
+from ember.core.primitives import structural as _st
 from ember.core.primitives._rules import (
     ANY,
     COMPLEX,
@@ -196,5 +200,201 @@ reduce_precision_p.abstract_eval = _reduce_precision_rule
 
 copy_p = Primitive("copy")
 copy_p.abstract_eval = lambda x: x
+
+
+# --- differentiation rules ------------------------------------------------------------------
+# jvp rules: one function per operand, ``(t, ans, *operands) -> contribution`` (core/ad.py sums
+# them and broadcasts to the output). Elementwise primitives broadcast, so transposes sum the
+# cotangent back to each operand's shape with `unbroadcast`.
+
+_neg, _add, _sub, _mul, _div, _select = neg_p.bind, add_p.bind, sub_p.bind, mul_p.bind, div_p.bind, select_n_p.bind
+
+
+def _const(x, value):
+    """A weakly typed scalar of x's dtype."""
+    return wrap(np.asarray(value, dtype=x.dtype), True)
+
+
+def _full_like(x, value):
+    c = _const(x, value)
+    return c if x.shape == () else _st.broadcast_in_dim_p.bind(c, shape=x.shape, broadcast_dimensions=())
+
+
+def _where_zero(x, value):
+    """x, with its zeros replaced by `value` (keeps log and division finite where a factor is zero anyway)."""
+    return _select(_bw.eq_p.bind(x, _const(x, 0)), x, _full_like(x, value))
+
+
+def _bcast_select(which, on_false, on_true):
+    """select_n with NumPy broadcasting of the predicate and both cases."""
+    shape = broadcast_shapes("select_n", which.shape, on_false.shape, on_true.shape)
+    return _select(broadcast_to(which, shape), broadcast_to(on_false, shape), broadcast_to(on_true, shape))
+
+
+def _square(x):
+    return _mul(x, x)
+
+
+defnondiff(sign_p, floor_p, ceil_p, round_p, is_finite_p, nextafter_p, bitcast_convert_type_p)
+deflinear(neg_p, lambda ct, x: [_neg(ct)])
+defjvp(exp_p, lambda t, ans, x: _mul(t, ans))
+defjvp(exp2_p, lambda t, ans, x: _mul(t, _mul(ans, _const(x, np.log(2)))))
+defjvp(log_p, lambda t, ans, x: _div(t, x))
+defjvp(log1p_p, lambda t, ans, x: _div(t, _add(x, _const(x, 1))))
+defjvp(expm1_p, lambda t, ans, x: _mul(t, _add(ans, _const(x, 1))))
+defjvp(tanh_p, lambda t, ans, x: _mul(t, _sub(_const(x, 1), _square(ans))))  # 1 - tanh^2
+defjvp(logistic_p, lambda t, ans, x: _mul(t, _mul(ans, _sub(_const(x, 1), ans))))
+defjvp(sin_p, lambda t, ans, x: _mul(t, cos_p.bind(x)))
+defjvp(cos_p, lambda t, ans, x: _neg(_mul(t, sin_p.bind(x))))
+defjvp(tan_p, lambda t, ans, x: _mul(t, _add(_const(x, 1), _square(ans))))  # 1 + tan^2
+defjvp(asin_p, lambda t, ans, x: _mul(t, rsqrt_p.bind(_sub(_const(x, 1), _square(x)))))
+defjvp(acos_p, lambda t, ans, x: _neg(_mul(t, rsqrt_p.bind(_sub(_const(x, 1), _square(x))))))
+defjvp(atan_p, lambda t, ans, x: _div(t, _add(_const(x, 1), _square(x))))
+defjvp(sinh_p, lambda t, ans, x: _mul(t, cosh_p.bind(x)))
+defjvp(cosh_p, lambda t, ans, x: _mul(t, sinh_p.bind(x)))
+defjvp(asinh_p, lambda t, ans, x: _mul(t, rsqrt_p.bind(_add(_square(x), _const(x, 1)))))
+# 1 / (sqrt(x - 1) sqrt(x + 1)): right on the principal branch for complex x too
+defjvp(acosh_p, lambda t, ans, x: _div(t, _mul(sqrt_p.bind(_sub(x, _const(x, 1))), sqrt_p.bind(_add(x, _const(x, 1))))))
+defjvp(atanh_p, lambda t, ans, x: _div(t, _sub(_const(x, 1), _square(x))))
+defjvp(sqrt_p, lambda t, ans, x: _div(t, _mul(_const(x, 2), ans)))
+defjvp(rsqrt_p, lambda t, ans, x: _mul(t, _mul(_const(x, -0.5), _div(ans, x))))  # -x^(-3/2) / 2
+defjvp(cbrt_p, lambda t, ans, x: _mul(t, _div(_const(x, 1 / 3), _square(ans))))
+defjvp(square_p, lambda t, ans, x: _mul(t, _mul(_const(x, 2), x)))
+
+
+def _abs_jvp(t, ans, x):
+    if dtypes.is_complex(x.dtype):  # d|x| = Re(conj(x) t) / |x|, taken as 0 at x = 0
+        return _div(real_p.bind(_mul(conj_p.bind(x), t)), _where_zero(ans, 1))
+    return _mul(t, sign_p.bind(x))
+
+
+defjvp(abs_p, _abs_jvp)
+# The transposes of real, imag and conj follow JAX (linear maps over the reals).
+deflinear(real_p, lambda ct, x: [complex_p.bind(ct, _const(ct, 0))])
+deflinear(imag_p, lambda ct, x: [complex_p.bind(_const(ct, 0), _neg(ct))])
+deflinear(conj_p, lambda ct, x: [conj_p.bind(ct)])
+deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+deflinear(copy_p, lambda ct, x: [ct])
+
+
+def _sum_of_tangents(prim, sign_of_y):
+    """jvp of add/sub: tx + sign * ty, broadcast to the output (symbolic zeros stay symbolic)."""
+
+    def jvp(primals, tangents):
+        ans = prim.bind(*primals)
+        tx, ty = tangents
+        if type(ty) is not Zero and sign_of_y < 0:
+            ty = _neg(ty)
+        if type(tx) is Zero and type(ty) is Zero:
+            return ans, Zero(ans.aval)
+        out = ty if type(tx) is Zero else tx if type(ty) is Zero else _add(tx, ty)
+        return ans, broadcast_to(out, ans.shape)
+
+    def transpose(ct, x, y):
+        return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+                unbroadcast(ct if sign_of_y > 0 else _neg(ct), y.aval) if is_undefined(y) else None]  # fmt: skip
+
+    prim.jvp, prim.transpose = jvp, transpose
+
+
+_sum_of_tangents(add_p, +1)
+_sum_of_tangents(sub_p, -1)
+
+defjvp(mul_p, lambda t, ans, x, y: _mul(t, y), lambda t, ans, x, y: _mul(x, t))
+mul_p.transpose = lambda ct, x, y: [unbroadcast(_mul(ct, y), x.aval) if is_undefined(x) else None,
+                                    unbroadcast(_mul(x, ct), y.aval) if is_undefined(y) else None]  # fmt: skip
+defjvp(div_p, lambda t, ans, x, y: _div(t, y), lambda t, ans, x, y: _neg(_mul(t, _div(ans, y))))
+div_p.transpose = lambda ct, x, y: [unbroadcast(_div(ct, y), x.aval), None]  # linear in x only
+# rem(x, y) = x - y trunc(x / y): d/dy = -trunc(x / y)
+defjvp(rem_p, lambda t, ans, x, y: t,
+       lambda t, ans, x, y: _neg(_mul(t, _mul(sign_p.bind(_div(x, y)), floor_p.bind(abs_p.bind(_div(x, y)))))))  # fmt: skip
+
+
+def _pow_jvp_x(t, ans, x, y):
+    # y x^(y-1), and 0 where y == 0 (also at x == 0, where x^(y-1) is infinite)
+    jac = _mul(y, pow_p.bind(x, _sub(y, _const(y, 1))))
+    return _mul(t, _bcast_select(_bw.eq_p.bind(y, _const(y, 0)), jac, _const(y, 0)))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    # log(x) x^y, with log(0) read as 0 so that 0^y has derivative 0 in y
+    return _mul(t, _mul(log_p.bind(_where_zero(x, 1)), ans))
+
+
+defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
+def _chooser_weight(x, ans, y):
+    """1 where x alone attains the max/min, 1/2 where x and y tie, 0 elsewhere (JAX's balanced rule)."""
+    tie = _bcast_select(_bw.eq_p.bind(y, ans), _const(ans, 1), _const(ans, 0.5))
+    return _bcast_select(_bw.eq_p.bind(x, ans), _const(ans, 0), tie)
+
+
+defjvp(max_p, lambda t, ans, x, y: _mul(t, _chooser_weight(x, ans, y)), lambda t, ans, x, y: _mul(t, _chooser_weight(y, ans, x)))
+defjvp(min_p, lambda t, ans, x, y: _mul(t, _chooser_weight(x, ans, y)), lambda t, ans, x, y: _mul(t, _chooser_weight(y, ans, x)))
+defjvp(atan2_p, lambda t, ans, x, y: _mul(t, _div(y, _add(_square(x), _square(y)))),
+       lambda t, ans, x, y: _neg(_mul(t, _div(x, _add(_square(x), _square(y))))))  # fmt: skip
+
+
+def _complex_jvp(primals, tangents):
+    ans = complex_p.bind(*primals)
+    if all(type(t) is Zero for t in tangents):
+        return ans, Zero(ans.aval)
+    return ans, broadcast_to(complex_p.bind(*[instantiate(t) for t in tangents]), ans.shape)
+
+
+complex_p.jvp = _complex_jvp
+complex_p.transpose = lambda ct, x, y: [unbroadcast(real_p.bind(ct), x.aval) if is_undefined(x) else None,
+                                        unbroadcast(_neg(imag_p.bind(ct)), y.aval) if is_undefined(y) else None]  # fmt: skip
+
+
+def _integer_pow_jvp(t, ans, x, *, y):
+    if y == 0:
+        return _mul(t, _const(x, 0))
+    return _mul(t, _mul(_const(x, y), x if y == 2 else integer_pow_p.bind(x, y=y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    ans = select_n_p.bind(which, *cases)
+    if all(type(t) is Zero for t in tangents[1:]):
+        return ans, Zero(ans.aval)
+    return ans, select_n_p.bind(which, *[instantiate(t) for t in tangents[1:]])
+
+
+def _select_n_transpose(ct, which, *cases):
+    zero = zeros(ct.aval)
+    return [None] + [select_n_p.bind(which, *[ct if j == i else zero for j in range(len(cases))]) if is_undefined(c) else None
+                     for i, c in enumerate(cases)]  # fmt: skip
+
+
+select_n_p.jvp, select_n_p.transpose = _select_n_jvp, _select_n_transpose
+
+
+def _clamp_part(keep):
+    """jvp of clamp for one operand: its tangent (broadcast to x) where `keep(lo, x, hi)`, else 0."""
+    return lambda t, ans, lo, x, hi: _select(keep(lo, x, hi), zeros(x.aval), broadcast_to(t, x.shape))
+
+
+defjvp(clamp_p,
+       _clamp_part(lambda lo, x, hi: _bw.and_p.bind(_bw.gt_p.bind(lo, x), _bw.lt_p.bind(lo, hi))),
+       _clamp_part(lambda lo, x, hi: _bw.and_p.bind(_bw.gt_p.bind(x, lo), _bw.lt_p.bind(x, hi))),
+       _clamp_part(lambda lo, x, hi: _bw.lt_p.bind(hi, x)))  # fmt: skip
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_inexact(x.dtype) or not dtypes.is_inexact(ans.dtype):
+        return ans, Zero(ans.aval)
+    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = lambda ct, x, **params: [
+    convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]  # fmt: skip
 
 __all__ = [name for name in dir() if name.endswith("_p")] + ["broadcast_shapes"]

@@ -51,4 +51,75 @@ def _arg_reducer(name: str) -> Primitive:
 argmax_p = _arg_reducer("argmax")
 argmin_p = _arg_reducer("argmin")
 
+
+# --- differentiation rules ------------------------------------------------------------------
+
+from ember.core.ad import deflinear, defnondiff  # noqa: E402
+from ember.core.primitives import bitwise as _bw  # noqa: E402
+from ember.core.primitives import elementwise as _ew  # noqa: E402
+from ember.core.primitives import sorting as _so  # noqa: E402
+from ember.core.primitives import structural as _st  # noqa: E402
+
+
+def _kept(ndim: int, axes) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _expand_back(y, x_shape, axes):
+    """A reduction's result broadcast back over the reduced axes."""
+    return _st.broadcast_in_dim_p.bind(y, shape=tuple(x_shape), broadcast_dimensions=_kept(len(x_shape), axes))
+
+
+deflinear(reduce_sum_p, lambda ct, x, *, axes: [_expand_back(ct, x.aval.shape, axes)])
+
+
+def _chooser_jvp(prim):
+    # The tangent of the max (min) is the mean of the tangents where x attains it (JAX's rule).
+    def jvp(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        hits = _ew.convert_element_type_p.bind(_bw.eq_p.bind(x, _expand_back(ans, x.shape, axes)), new_dtype=x.dtype, weak_type=False)
+        counts = reduce_sum_p.bind(hits, axes=axes)
+        return ans, _ew.div_p.bind(reduce_sum_p.bind(_ew.mul_p.bind(t, hits), axes=axes), counts)
+
+    return jvp
+
+
+reduce_max_p.jvp = _chooser_jvp(reduce_max_p)
+reduce_min_p.jvp = _chooser_jvp(reduce_min_p)
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod(x) = sum_i t_i prod_{j != i} x_j; the products of the others come from exclusive
+    # cumulative products from both ends, which stay right when some x_j are zero.
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    axes = tuple(axes)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    if not axes or n <= 1:
+        return ans, reduce_sum_p.bind(t, axes=axes) if axes else t
+    kept = _kept(x.ndim, axes)
+    flat_shape = tuple(x.shape[i] for i in kept) + (n,)
+
+    def flatten(v):
+        v = _st.transpose_p.bind(v, permutation=kept + axes)
+        return _st.reshape_p.bind(v, new_sizes=flat_shape, dimensions=None)
+
+    xf, last = flatten(x), len(flat_shape) - 1
+
+    def part(lo, hi):
+        return _st.slice_p.bind(xf, start_indices=(0,) * last + (lo,), limit_indices=flat_shape[:-1] + (hi,), strides=None)
+
+    one = _st.broadcast_in_dim_p.bind(_ew._const(x, 1), shape=flat_shape[:-1] + (1,), broadcast_dimensions=())
+    left = _st.concatenate_p.bind(one, _so.cumprod_p.bind(part(0, n - 1), axis=last, reverse=False), dimension=last)
+    right = _st.concatenate_p.bind(_so.cumprod_p.bind(part(1, n), axis=last, reverse=True), one, dimension=last)
+    others = _ew.mul_p.bind(left, right)
+    return ans, reduce_sum_p.bind(_ew.mul_p.bind(flatten(t), others), axes=(last,))
+
+
+reduce_prod_p.jvp = _reduce_prod_jvp
+defnondiff(reduce_and_p, reduce_or_p, argmax_p, argmin_p)
+
 __all__ = [n for n in dir() if n.endswith("_p")]

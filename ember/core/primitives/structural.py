@@ -198,3 +198,96 @@ def _slice_rule(x: ShapedArray, *, start_indices, limit_indices, strides=None) -
 
 
 slice_p.abstract_eval = _slice_rule
+
+
+# --- differentiation rules ------------------------------------------------------------------
+# All of these primitives are linear: their jvp applies them to the tangents (core/ad.py's
+# `deflinear`), and the transposes below move the cotangent back to the operand's layout.
+
+from ember.core.ad import deflinear, is_undefined  # noqa: E402
+
+
+def _zero_scalar(x):
+    import numpy as np
+
+    from ember.core.array import wrap
+
+    return wrap(np.zeros((), x.dtype), x.weak_type)
+
+
+def _reduce_sum(x, axes):
+    from ember.core.primitives.reduction import reduce_sum_p
+
+    return reduce_sum_p.bind(x, axes=tuple(axes)) if axes else x
+
+
+def _reshape_to(x, shape):
+    return x if x.shape == tuple(shape) else reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    in_shape = x.aval.shape
+    added = [d for d in range(len(shape)) if d not in broadcast_dimensions]
+    stretched = [d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == 1 and shape[d] != 1]
+    return [_reshape_to(_reduce_sum(ct, sorted(added + stretched)), in_shape)]
+
+
+def _reshape_transpose(ct, x, *, new_sizes, dimensions):
+    if dimensions is None:
+        return [_reshape_to(ct, x.aval.shape)]
+    # reshape with `dimensions` first transposes the operand by them
+    moved = tuple(x.aval.shape[d] for d in dimensions)
+    inverse = tuple(sorted(range(len(dimensions)), key=lambda i: dimensions[i]))
+    return [transpose_p.bind(_reshape_to(ct, moved), permutation=inverse)]
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    out, start = [], 0
+    for x in xs:
+        size = x.aval.shape[dimension]
+        if is_undefined(x):
+            lo = [0] * ct.ndim
+            hi = list(ct.shape)
+            lo[dimension], hi[dimension] = start, start + size
+            out.append(slice_p.bind(ct, start_indices=tuple(lo), limit_indices=tuple(hi), strides=None))
+        else:
+            out.append(None)
+        start += size
+    return out
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    # The operand's cotangent: crop the edges (negative padding), then take every (interior + 1)-th
+    # element. The padding value's: everything else, i.e. the total minus the operand's part.
+    unpadded = pad_p.bind(ct, _zero_scalar(ct), padding_config=tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    ct_x = slice_p.bind(unpadded, start_indices=(0,) * ct.ndim, limit_indices=unpadded.shape,
+                        strides=tuple(interior + 1 for _, _, interior in padding_config))  # fmt: skip
+    ct_value = None
+    if is_undefined(padding_value):
+        from ember.core.primitives.elementwise import sub_p
+
+        everything = tuple(range(ct.ndim))
+        ct_value = sub_p.bind(_reduce_sum(ct, everything), _reduce_sum(ct_x, everything))
+    return [ct_x if is_undefined(x) else None, ct_value]
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides=None):
+    shape = x.aval.shape
+    strides = strides or (1,) * len(shape)
+    config = []
+    for size, lo, n, step in zip(shape, start_indices, ct.shape, strides):
+        covered = 0 if n == 0 else 1 + (n - 1) * step  # operand elements from the first to the last taken
+        config.append((lo, size - lo - covered, step - 1))
+    return [pad_p.bind(ct, _zero_scalar(ct), padding_config=tuple(config))]
+
+
+deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+deflinear(reshape_p, _reshape_transpose)
+deflinear(transpose_p, lambda ct, x, *, permutation: [
+    transpose_p.bind(ct, permutation=tuple(sorted(range(len(permutation)), key=lambda i: permutation[i])))])  # fmt: skip
+deflinear(squeeze_p, lambda ct, x, *, dimensions: [_reshape_to(ct, x.aval.shape)])
+deflinear(expand_dims_p, lambda ct, x, *, dimensions: [_reshape_to(ct, x.aval.shape)])
+deflinear(rev_p, lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
+deflinear(concatenate_p, _concatenate_transpose)
+deflinear(pad_p, _pad_transpose)
+deflinear(slice_p, _slice_transpose)
