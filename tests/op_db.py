@@ -87,7 +87,12 @@ class OpInfo:
     out_dtype_of: (dtype, sample) -> expected result dtype, when a parameter decides it
     tol: {dtype: (rtol, atol)} overrides of TOLERANCES
     ref_in_dtype: call the reference on the original (not upcast) arrays
-    transforms: which transform columns apply (filled in by the transform issues)
+    transforms: which transform columns apply ("jvp", "vjp", "vmap", "jit")
+    nondiff: why "jvp"/"vjp" do not apply (required when they are left out of `transforms`)
+    ad_samples: (rng, dtype) -> samples for the autodiff columns, where the eager samples hold
+      points at which the function is not differentiable (default: the eager samples with
+      non-finite values left out)
+    ad_tol: {dtype: (rtol, atol)} overrides of AD_TOLERANCES
     """
 
     name: str
@@ -103,11 +108,25 @@ class OpInfo:
     ref_in_dtype: bool = False
     aliases: tuple[str, ...] = ()
     transforms: frozenset = frozenset({"jvp", "vjp", "vmap", "jit"})
+    nondiff: str = ""
+    ad_samples: Callable[[np.random.Generator, np.dtype], list[Sample]] | None = None
+    ad_tol: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
         if set(self.dtypes) != set(ALL) and not self.unsupported:
             raise ValueError(f"op_db entry {self.name} leaves dtypes unsupported without a stated reason")
+        if not {"jvp", "vjp"} <= set(self.transforms) and not self.nondiff:
+            raise ValueError(f"op_db entry {self.name} leaves out jvp/vjp without a stated reason (nondiff=...)")
+
+    def autodiff_samples(self, rng: np.random.Generator, dtype: np.dtype) -> list[Sample]:
+        if self.ad_samples is not None:
+            return self.ad_samples(rng, dtype)
+        return [s for s in self.samples(rng, dtype) if all(_finite(a) for a in (*s.args, *s.kwargs.values()))]
+
+    def autodiff_tolerance(self, dtype: np.dtype) -> tuple[float, float]:
+        return self.ad_tol.get(dtype, AD_TOLERANCES.get(dtype, (0.0, 0.0)))
+
 
     def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
         return self.tol.get(dtype, TOLERANCES.get(dtype, (0.0, 0.0)))
@@ -116,6 +135,25 @@ class OpInfo:
         if self.out_dtype_of is not None:
             return np.dtype(self.out_dtype_of(dtype, sample))
         return np.dtype(self.out_dtype(dtype)) if self.out_dtype else dtype
+
+
+
+def _finite(a) -> bool:
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in "fcV":
+        return True
+    return bool(np.isfinite(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)).all())
+
+
+# Autodiff columns (rtol, atol) per dtype: derivatives against central finite differences
+# computed in float64, and the vjp/jvp dot-product identity.
+AD_TOLERANCES = {
+    np.dtype(np.float16): (5e-2, 5e-2),
+    BF16: (1e-1, 1e-1),
+    np.dtype(np.float32): (2e-3, 2e-3),
+    np.dtype(np.float64): (1e-5, 1e-6),
+    np.dtype(np.complex64): (2e-3, 2e-3),
+    np.dtype(np.complex128): (1e-5, 1e-6),
+}
 
 
 OPS: list[OpInfo] = []

@@ -25,7 +25,8 @@ _R = (13, 15, 26, 6, 17, 29, 16, 24)
 _U32 = np.dtype(np.uint32)
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 NOT_THREEFRY = "Threefry hashes uint32 words: keys and counters must be uint32"
-NOT_RANDOM_TRANSFORMS = frozenset({"vmap", "jit"})  # integers in, integers out: nothing to differentiate
+NOT_RANDOM_TRANSFORMS = frozenset({"vmap", "jit"})
+RANDOM_NONDIFF = "the array inputs are keys and counters (uint32 bits): nothing to differentiate"
 
 
 # --- the reference hash --------------------------------------------------------------------------------
@@ -200,20 +201,20 @@ def _bind(*words):
 
 register(
     OpInfo("random.threefry2x32", er.threefry2x32, ref_threefry2x32, (_U32,), _threefry_samples, NOT_THREEFRY,
-           primitives=("threefry2x32",), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS),
+           primitives=("threefry2x32",), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS, nondiff=RANDOM_NONDIFF),
     OpInfo("random.threefry2x32_p", _bind, threefry_ref, (_U32,), _primitive_samples, NOT_THREEFRY,
-           primitives=("threefry2x32",), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS),
+           primitives=("threefry2x32",), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS, nondiff=RANDOM_NONDIFF),
     OpInfo("random.bits", er.bits, ref_bits, UNSIGNED, _bits_samples,
            "random bits are unsigned integers (ember.random.randint draws signed ones)", primitives=("threefry2x32",),
-           out_dtype_of=_out_dtype_arg(2), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS),
+           out_dtype_of=_out_dtype_arg(2), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS, nondiff=RANDOM_NONDIFF),
     OpInfo("random.uniform", er.uniform, ref_uniform, FLOATING, _uniform_samples,
            "uniform draws floats (ember.random.randint draws integers)", primitives=("threefry2x32",),
-           out_dtype_of=_out_dtype_arg(2), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS),
+           out_dtype_of=_out_dtype_arg(2), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS, nondiff=RANDOM_NONDIFF),
     OpInfo("random.normal", er.normal, ref_normal, FLOATING + COMPLEX, lambda rng, d: [Sample((_key(rng), s, d)) for s in _SHAPES],
            "normal draws floating or complex numbers", primitives=("threefry2x32",), out_dtype_of=_out_dtype_arg(2),
            ref_in_dtype=True, tol={np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)},
-           transforms=NOT_RANDOM_TRANSFORMS),
+           transforms=NOT_RANDOM_TRANSFORMS, nondiff=RANDOM_NONDIFF),
     OpInfo("random.randint", er.randint, ref_randint, INTEGER, _randint_samples,
            "randint draws integers (ember.random.uniform draws floats)", primitives=("threefry2x32",),
-           out_dtype_of=_out_dtype_arg(4), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS),
+           out_dtype_of=_out_dtype_arg(4), ref_in_dtype=True, transforms=NOT_RANDOM_TRANSFORMS, nondiff=RANDOM_NONDIFF),
 )  # fmt: skip
