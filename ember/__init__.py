@@ -10,12 +10,25 @@ from ember import (
     lax,
     numpy,
     random,
+    test_util,
     tree,
 )
 from ember.config import config
 from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
-from ember.transforms import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
+from ember.transforms import (
+    checkpoint,
+    checkpoint_policies,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    jvp,
+    linear_transpose,
+    linearize,
+    remat,
+    value_and_grad,
+    vjp,
+)
 
 __version__ = "0.1.0"
 
@@ -32,5 +45,6 @@ def devices(platform: str | None = None) -> list[Device]:
     return [d for d in found if platform is None or d.platform == platform]
 
 
-__all__ = ["Array", "Device", "__version__", "config", "devices", "errors", "grad", "jvp", "lax", "linear_transpose",
-           "linearize", "numpy", "tree", "value_and_grad", "vjp"]
+__all__ = ["Array", "Device", "__version__", "checkpoint", "checkpoint_policies", "config", "custom_jvp", "custom_vjp",
+           "devices", "errors", "grad", "jvp", "lax", "linear_transpose", "linearize", "numpy", "remat", "test_util",
+           "tree", "value_and_grad", "vjp"]  # fmt: skip

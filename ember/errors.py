@@ -20,6 +20,7 @@ __all__ = [
     "InvalidArgumentError",
     "ShapeError",
     "TracerLeakError",
+    "TransformError",
 ]
 
 
@@ -54,3 +55,7 @@ class InvalidArgumentError(EmberError, ValueError):
 class ArgumentTypeError(EmberError, TypeError):
     """A non-array argument has the wrong Python type (a string where a shape or a number belongs)."""
 
+
+class TransformError(EmberError, TypeError):
+    """A transform cannot be applied to a function as written: forward-mode autodiff of a
+    ``custom_vjp`` function, or a custom rule whose outputs do not match the function's."""

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
-from conv_reference import conv_ref, dilate, reduce_window_ref, select_and_scatter_add_ref
+from conv_reference import (
+    _wide,
+    _window_elements,
+    _window_setup,
+    conv_ref,
+    dilate,
+    reduce_window_ref,
+    select_and_scatter_add_ref,
+)
 from op_db import ALL, BF16, FLOATING, INTEGER, NO_BOOL, NO_COMPLEX, NUMERIC, REAL, OpInfo, Sample, make_array, register
 
 from ember import lax
-from ember.lax._conv import _select_and_scatter_add
+from ember.lax._conv import _select_and_gather_add, _select_and_scatter_add
 
 F16 = np.dtype(np.float16)
 _CONV_TOL = {F16: (1e-2, 1e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)}
@@ -130,6 +138,24 @@ def _window_samples(kind, other_init):
     return make
 
 
+def _distinct(rng, shape, d):
+    """Distinct values 1/2 apart (k/2 + 1/4: never 0 or +-1, the other init values), exact in
+    bfloat16 for up to 512 elements: no ties inside a max/min window, where the derivative is
+    undefined, and none within a finite-difference step of each other."""
+    n = int(np.prod(shape))
+    return ((rng.permutation(n) - n // 2) * 0.5 + 0.25).reshape(shape).astype(d)
+
+
+def _window_ad_samples(kind, other_init):
+    def make(rng, d):
+        d = np.dtype(d)
+        out = [Sample((_distinct(rng, s, d), _init_of(kind, d), kind, *rest)) for s, *rest in _WINDOW_CASES]
+        out.append(Sample((_distinct(rng, (4, 5), d), other_init, kind, (2, 2), (1, 2), "SAME", (1, 2), None)))
+        return out
+
+    return make
+
+
 def _reduce_window_op(x, init, kind, dims, strides, padding, base, wdil):
     computation = {"add": lax.add, "max": lax.max, "min": lax.min}[kind]
     return lax.reduce_window(x, init, computation, dims, strides, padding, base, wdil)
@@ -139,9 +165,9 @@ register(
     OpInfo("lax.reduce_window", _reduce_window_op, reduce_window_ref, NUMERIC, _window_samples("add", 1), NO_BOOL,
            primitives=("reduce_window_sum",), tol=_SUM_TOL),
     OpInfo("lax.reduce_window(max)", _reduce_window_op, reduce_window_ref, REAL, _window_samples("max", True), NO_COMPLEX,
-           primitives=("reduce_window_max",), ref_in_dtype=True),
+           primitives=("reduce_window_max",), ref_in_dtype=True, ad_samples=_window_ad_samples("max", True)),
     OpInfo("lax.reduce_window(min)", _reduce_window_op, reduce_window_ref, REAL, _window_samples("min", False), NO_COMPLEX,
-           primitives=("reduce_window_min",), ref_in_dtype=True),
+           primitives=("reduce_window_min",), ref_in_dtype=True, ad_samples=_window_ad_samples("min", False)),
 )  # fmt: skip
 
 
@@ -155,20 +181,60 @@ _SCATTER_CASES = [
 ]
 
 
-def _scatter_samples(rng, d):
-    d = np.dtype(d)
-    out = []
-    for shape, dims, strides, padding, base, wdil in _SCATTER_CASES:
-        operand = make_array(rng, shape, d, 0, 3)  # few distinct values: ties pick the first
-        n = len(shape)
-        out_shape = reduce_window_ref(np.zeros(shape), 0.0, "add", dims, strides, padding, base, wdil).shape
-        for select in ("ge", "le"):
-            out.append(Sample((make_array(rng, out_shape, d, -2, 3), operand, select, dims, strides, padding,
-                               base or (1,) * n, wdil or (1,) * n)))  # fmt: skip
+def _selection_samples(first_shape, operand_values):
+    """Samples of select_and_{scatter,gather}_add: (first operand, operand, select_prim, window params)."""
+
+    def make(rng, d):
+        d = np.dtype(d)
+        out = []
+        for shape, dims, strides, padding, base, wdil in _SCATTER_CASES:
+            operand = operand_values(rng, shape, d)
+            n = len(shape)
+            out_shape = reduce_window_ref(np.zeros(shape), 0.0, "add", dims, strides, padding, base, wdil).shape
+            for select in ("ge", "le"):
+                first = make_array(rng, first_shape(shape, out_shape), d, -2, 3)
+                out.append(Sample((first, operand, select, dims, strides, padding, base or (1,) * n, wdil or (1,) * n)))
+        return out
+
+    return make
+
+
+def _few_values(rng, shape, d):
+    return make_array(rng, shape, d, 0, 3)  # few distinct values for integers: ties pick the first
+
+
+# Autodiff: distinct operand values, so that no choice changes under a finite-difference step.
+_scatter_samples = _selection_samples(lambda shape, out_shape: out_shape, _few_values)
+_scatter_ad_samples = _selection_samples(lambda shape, out_shape: out_shape, _distinct)
+_gather_samples = _selection_samples(lambda shape, out_shape: shape, _few_values)
+_gather_ad_samples = _selection_samples(lambda shape, out_shape: shape, _distinct)
+
+
+def select_and_gather_add_ref(tangents, operand, select_prim, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):  # fmt: skip
+    """Each window's tangent at its choice: the choice as select_and_scatter_add_ref makes it (the
+    first strict extreme of the non-padding elements, a NaN winning), 0 for a window of padding only."""
+    x, t = np.asarray(operand), _wide(np.asarray(tangents))
+    better = (lambda a, b: b > a) if select_prim == "ge" else (lambda a, b: b < a)
+    pads, base, wdil, out_shape = _window_setup(x, window_dimensions, window_strides, padding, base_dilation, window_dilation)
+    out = np.zeros(out_shape, dtype=t.dtype)
+    for pos in np.ndindex(*out_shape):
+        chosen = None
+        for index in _window_elements(x.shape, pos, window_dimensions, window_strides, pads, base, wdil):
+            if index is None:
+                continue
+            if chosen is None or not np.isnan(x[chosen]) and (np.isnan(x[index]) or better(x[chosen], x[index])):
+                chosen = index
+        if chosen is not None:
+            out[pos] = t[chosen]
     return out
 
 
 register(
     OpInfo("lax._select_and_scatter_add", _select_and_scatter_add, select_and_scatter_add_ref, INTEGER + FLOATING,
-           _scatter_samples, ORDER_AND_ADD, primitives=("select_and_scatter_add",), tol=_SUM_TOL),
+           _scatter_samples, ORDER_AND_ADD, primitives=("select_and_scatter_add",), tol=_SUM_TOL,
+           ad_samples=_scatter_ad_samples),
+    OpInfo("lax._select_and_gather_add", _select_and_gather_add, select_and_gather_add_ref, INTEGER + FLOATING,
+           _gather_samples, ORDER_AND_ADD, primitives=("select_and_gather_add",), tol=_SUM_TOL,
+           ad_samples=_gather_ad_samples),
 )

@@ -384,10 +384,16 @@ def _var_samples(rng, d):
                                        Sample((make_array(rng, (5,), d),), {"ddof": 2, "keepdims": True})]  # fmt: skip
 
 
+def _std_ad_samples(rng, d):
+    # std = sqrt(var) has no derivative where var = 0 (e.g. over one element): spread-out samples only.
+    return [Sample((make_array(rng, (3, 4), d),), {"axis": 1}), Sample((make_array(rng, (3, 4), d),), {"axis": 0, "ddof": 1}),
+            Sample((make_array(rng, (5,), d),), {"keepdims": True})]  # fmt: skip
+
+
 for _name, _fn in (("var", np.var), ("std", np.std)):
     _sum_like(_name, _fn, _var_dtype, _var_samples,
         tol={F16: (3e-2, 3e-2), BF16: (8e-2, 8e-2), np.dtype(np.float32): (1e-5, 1e-5),
-             np.dtype(np.complex64): (1e-5, 1e-5)})  # fmt: skip
+             np.dtype(np.complex64): (1e-5, 1e-5)}, ad_samples=_std_ad_samples if _name == "std" else None)  # fmt: skip
 for _name, _fn in (("max", np.max), ("min", np.min)):
     _sum_like(_name, _fn, _same, with_specials(_reduction_samples(nonempty=True, initial=1), values=(1.0, np.nan, -np.inf)),
               REAL, NO_COMPLEX, tol={}, aliases=(f"a{_name}",), ref_in_dtype=True)  # fmt: skip
@@ -586,18 +592,43 @@ _special("erfinv", sc.erfinv, _NON_COMPLEX, with_specials(unary_samples(-0.99, 0
          REAL_ONLY, tol={**_SPECIAL_TOL, np.dtype(np.float32): (2e-5, 2e-5)})
 _special("gammaln", sc.gammaln, _NON_COMPLEX, unary_samples(0.1, 8.0), REAL_ONLY)
 _special("digamma", sc.digamma, _NON_COMPLEX, unary_samples(0.1, 8.0), REAL_ONLY)
+
+
+def _fixed_first_ad(firsts, low, high):
+    """AD samples for a function differentiable in its second argument only. The first is held
+    fixed: a Python float or an int32 array (the autodiff columns differentiate inexact arrays
+    only; the int array promotes to the second's dtype and broadcasts against it). `firsts` pairs
+    each first argument with the second's shape, drawn in [low, high)."""
+
+    def make(rng, d):
+        return [Sample((np.asarray(v, np.int32) if isinstance(v, list) else v, make_array(rng, shape, d, low, high)))
+                for v, shape in firsts]  # fmt: skip
+
+    return make
+
+
+# Not differentiable in their first argument: polygamma in its integer order n, zeta in x (the
+# exponent s; no primitive for its series of log(q + k) (q + k)^-s, so Riemann's zeta, q=None,
+# has no derivative either), gammainc/gammaincc in a (no igamma_grad_a primitive). The jvp
+# rules raise an EmberError naming that operand, so the AD samples hold it fixed.
 _special("polygamma", lambda n, x: sc.polygamma(np.round(n).astype(int), x), _NON_COMPLEX,
          lambda rng, d: [Sample((np.array(m, d), make_array(rng, (4,), d, 0.5, 5.0))) for m in (0, 1)]
          + ([Sample((np.array(m, d), make_array(rng, (2, 3), d, 0.5, 5.0))) for m in (2, 3)] if d != np.bool_ else [])
          + [Sample((np.array([1, 0, 1], d), make_array(rng, (2, 1), d, 1, 5.0)))], REAL_ONLY,
-         tol={**_SPECIAL_TOL, np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-10, 1e-12)})
+         tol={**_SPECIAL_TOL, np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-10, 1e-12)},
+         ad_samples=_fixed_first_ad([(0, (4,)), (1, ()), (3, (2, 3)), ([1, 0, 1], (2, 1)), ([[2], [0]], (3,))],
+                                    0.5, 5.0))  # fmt: skip
 _special("zeta", lambda x, q=None: sc.zeta(x, q), _NON_COMPLEX,
          lambda rng, d: binary_samples(2, 6.0, shapes=[((4,), (4,)), ((), (2, 3)), ((0,), (1,))])(rng, d)
          + ([Sample((make_array(rng, (3,), d, 2, 6),))] if d != np.bool_ else []), REAL_ONLY,
-         tol={**_SPECIAL_TOL, np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)})
+         tol={**_SPECIAL_TOL, np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)},
+         ad_samples=_fixed_first_ad([(2.0, (4,)), (3.5, ()), ([2, 5, 3], (2, 1)), ([[4], [6]], (3,)), (2.5, (0,))],
+                                    2, 6.0))  # fmt: skip
 for _n in ("gammainc", "gammaincc"):
     _special(_n, getattr(sc, _n), _NON_COMPLEX, binary_samples(0.1, 6.0), REAL_ONLY,
-             tol={**_SPECIAL_TOL, np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)})
+             tol={**_SPECIAL_TOL, np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)},
+             ad_samples=_fixed_first_ad([(0.5, (4,)), (2.5, (2, 3)), (0.1, ()), ([1, 3, 6], (2, 1)), ([[2], [1]], (3,)),
+                                         (1.0, (0,))], 0.1, 6.0))  # fmt: skip
 _special("expit", lambda x: sc.expit(x) if x.dtype.kind != "c" else 1 / (1 + np.exp(-x)), ALL, with_specials(unary_samples()))
 _special("logit", lambda x: sc.logit(x) if x.dtype.kind != "c" else np.log(x / (1 - x)), ALL,
          with_specials(unary_samples(0.01, 0.99), values=(0.0, 1.0, 0.5, np.nan)))

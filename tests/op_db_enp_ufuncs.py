@@ -195,7 +195,10 @@ _ufunc("fmod", NOT_COMPLEX, NO_COMPLEX, nin=2, out=_int32_if_bool, specials=True
 _ufunc("power", ALL, nin=2, out=_int32_if_bool, aliases=("pow",), tol={C64: (1e-5, 1e-5)},  # as lax.pow for complex64
        samples=_plus(binary_samples(-3, 3, rhs_low=0, rhs_high=4),
                      lambda rng, d: [Sample((make_array(rng, (2, 3), d), p)) for p in (0, 1, 2, 3)]
-                     + ([Sample((make_array(rng, (4,), d, 0.5, 3), -2))] if d.kind in "fc" or d == BF16 else [])))  # fmt: skip
+                     + ([Sample((make_array(rng, (4,), d, 0.5, 3), -2))] if d.kind in "fc" or d == BF16 else [])),
+       # Real powers of negative numbers are NaN (no derivative): positive bases, except for integer exponents.
+       ad_samples=_plus(binary_samples(0.2, 3, rhs_low=0, rhs_high=4),
+                        lambda rng, d: [Sample((make_array(rng, (2, 3), d), p)) for p in (0, 1, 2, 3)]))  # fmt: skip
 _ufunc("negative", NUMERIC, NO_POSITIVE_BOOL, ref_in_dtype=True)
 _ufunc("positive", NUMERIC, NO_POSITIVE_BOOL, ref_in_dtype=True)
 _ufunc("absolute", ALL, out=to_real, specials=True, aliases=("abs",))
@@ -210,10 +213,13 @@ _ufunc("copysign", NOT_COMPLEX, NO_COMPLEX, ref=_float64_ints(np.copysign), nin=
 for _name in ("floor", "ceil", "trunc", "fix"):
     _ufunc(_name, NOT_COMPLEX, NO_COMPLEX, specials=True)
 _ufunc("rint", ALL, ref=_float64_ints(np.rint), out=to_float, specials=True,
-       samples=lambda rng, d: unary_samples()(rng, d) + [Sample((_ties(d),))])
+       samples=lambda rng, d: unary_samples()(rng, d) + [Sample((_ties(d),))],
+       ad_samples=unary_samples())  # rounding is not differentiable at the ties (where it jumps)
 _ufunc("round", NUMERIC, ROUND_BOOL, aliases=("around",),
        samples=lambda rng, d: [Sample((make_array(rng, s, d, -100, 100),), {"decimals": n})
-                               for s in ((), (0,), (2, 3)) for n in (0, 1, 2, -1)] + [Sample((_ties(d),))])  # fmt: skip
+                               for s in ((), (0,), (2, 3)) for n in (0, 1, 2, -1)] + [Sample((_ties(d),))],
+       ad_samples=lambda rng, d: [Sample((make_array(rng, (2, 3), d, -100, 100),), {"decimals": n})
+                                  for n in (0, 1, -1)])  # no ties: rounding jumps there  # fmt: skip
 _ufunc("modf", NOT_COMPLEX, NO_COMPLEX, ref=_float64_ints(np.modf), out=to_float, specials=True)
 
 

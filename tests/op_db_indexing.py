@@ -102,6 +102,19 @@ def _scatter_samples(rng, dtype):
             for shape, idx, ushape, dn in _SCATTERS]  # fmt: skip
 
 
+def _distinct_scatter_samples(rng, dtype):
+    """_SCATTERS with all operand and update values distinct and 0.25 apart (exact in every float
+    dtype): scatter_min/max have no ties, where they are not differentiable, nor near-ties that a
+    finite-difference step could cross."""
+    samples = []
+    for shape, idx, ushape, dn in _SCATTERS:
+        n, m = int(np.prod(shape)), int(np.prod(ushape))
+        values = (rng.permutation(n + m) - (n + m) // 2) * 0.25
+        samples.append(Sample((values[:n].reshape(shape).astype(dtype), np.asarray(idx, np.int32),
+                               values[n:].reshape(ushape).astype(dtype), dn)))  # fmt: skip
+    return samples
+
+
 def _mul(a, b):
     return np.logical_and(a, b) if np.asarray(a).dtype == np.bool_ else a * b
 
@@ -115,15 +128,18 @@ register(
            primitives=("gather",), ref_in_dtype=True),
     OpInfo("lax.scatter", lambda x, i, u, dn: lax.scatter(x, i, u, dn), _scatter_ref(lambda old, new: new), ALL,
            lambda rng, d: [s for s in _scatter_samples(rng, d) if s.args[1].shape[0] == len({tuple(r) for r in s.args[1]})],
-           "", primitives=("scatter",), ref_in_dtype=True),
+           "", primitives=("scatter",), ref_in_dtype=True,
+           ad_samples=_scatter_samples),  # duplicates too: the derivative follows the update the backend wrote
     OpInfo("lax.scatter_add", lambda x, i, u, dn: lax.scatter_add(x, i, u, dn), _scatter_ref(_add), ALL, _scatter_samples, "",
            primitives=("scatter_add",), ref_in_dtype=True, tol={np.dtype(np.float16): (2e-3, 2e-3)}),
     OpInfo("lax.scatter_mul", lambda x, i, u, dn: lax.scatter_mul(x, i, u, dn), _scatter_ref(_mul), ALL, _scatter_samples, "",
            primitives=("scatter_mul",), ref_in_dtype=True),
     OpInfo("lax.scatter_min", lambda x, i, u, dn: lax.scatter_min(x, i, u, dn), _scatter_ref(np.minimum), REAL,
-           _scatter_samples, NO_COMPLEX, primitives=("scatter_min",), ref_in_dtype=True),
+           _scatter_samples, NO_COMPLEX, primitives=("scatter_min",), ref_in_dtype=True,
+           ad_samples=_distinct_scatter_samples),
     OpInfo("lax.scatter_max", lambda x, i, u, dn: lax.scatter_max(x, i, u, dn), _scatter_ref(np.maximum), REAL,
-           _scatter_samples, NO_COMPLEX, primitives=("scatter_max",), ref_in_dtype=True),
+           _scatter_samples, NO_COMPLEX, primitives=("scatter_max",), ref_in_dtype=True,
+           ad_samples=_distinct_scatter_samples),
 )  # fmt: skip
 
 

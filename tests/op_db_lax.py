@@ -173,15 +173,36 @@ for _name, _ref, _prim in [("bitwise_and", np.bitwise_and, "and"), ("bitwise_or"
 for _name, _ref in [("shift_left", _shift_left), ("shift_right_logical", _shift_right_logical),
                     ("shift_right_arithmetic", _shift_right_arithmetic)]:  # fmt: skip
     _elementwise(_name, _ref, INTEGER, INT_ONLY, nin=2, samples=_shift_samples, ref_in_dtype=True)
+
+
+def _fixed_first(values, low, high, shapes=((4,), (2, 3), (), (0,), (1, 3, 1))):
+    """AD samples for a binary function differentiable in its second operand only: the first is a
+    Python scalar (which the autodiff columns hold fixed, as they do every non-array argument),
+    each value paired with a second operand of one of `shapes` in [low, high)."""
+
+    def make(rng, d):
+        return [Sample((v, make_array(rng, shapes[i % len(shapes)], d, low, high))) for i, v in enumerate(values)]
+
+    return make
+
+
+# Not differentiable in their first operand: polygamma in its integer order m, zeta in s (no
+# primitive for the series of log(q + k) (q + k)^-s), igamma/igammac in a (no igamma_grad_a
+# primitive). Their jvp rules raise an EmberError naming the operand, so the AD samples hold that
+# operand fixed and check the derivative in the second one.
 _elementwise("polygamma", lambda m, x: sc.polygamma(np.round(m).astype(int), x), FLOATING, FLOAT_ONLY, nin=2,
              samples=lambda rng, d: [Sample((np.array(m, d), make_array(rng, (4,), d, 0.5, 5.0))) for m in (0, 1, 2, 3)],
-             tol={np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-10, 1e-12)})  # fmt: skip
+             tol={np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-10, 1e-12)},
+             ad_samples=_fixed_first((0, 1, 2, 3, 1), 0.5, 5.0))  # fmt: skip
 _elementwise("zeta", sc.zeta, FLOATING, FLOAT_ONLY, nin=2, samples=binary_samples(1.5, 6.0, shapes=[((4,), (4,)), ((), (2, 3))]),
-             tol={np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)})  # fmt: skip
+             tol={np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)},
+             ad_samples=_fixed_first((1.5, 2.0, 3.25, 6.0, 4.5), 1.5, 6.0))  # fmt: skip
 _elementwise("igamma", sc.gammainc, FLOATING, FLOAT_ONLY, nin=2, samples=binary_samples(0.1, 6.0),
-             tol={np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)})  # fmt: skip
+             tol={np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)},
+             ad_samples=_fixed_first((0.5, 1.0, 2.5, 6.0, 0.1), 0.1, 6.0))  # fmt: skip
 _elementwise("igammac", sc.gammaincc, FLOATING, FLOAT_ONLY, nin=2, samples=binary_samples(0.1, 6.0),
-             tol={np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)})  # fmt: skip
+             tol={np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-13)},
+             ad_samples=_fixed_first((0.5, 1.0, 2.5, 6.0, 0.1), 0.1, 6.0))  # fmt: skip
 
 # --- with parameters ------------------------------------------------------------------------------------
 
@@ -192,7 +213,8 @@ register(
            NO_BOOL, primitives=("integer_pow",), tol={d: (1e-2, 1e-2) for d in LOW}),
     OpInfo("lax.round", lambda x, m=0: lax.round(x, m), lambda x, m=0: _round_away(x) if m == 0 else np.rint(x), FLOATING,
            lambda rng, d: [Sample((_as(np.array([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, 3.7, -3.7]), d), m)) for m in (0, 1)]
-           + [Sample((make_array(rng, (2, 3), d), 0))], FLOAT_ONLY, primitives=("round",)),
+           + [Sample((make_array(rng, (2, 3), d), 0))], FLOAT_ONLY, primitives=("round",),
+           ad_samples=lambda rng, d: [Sample((make_array(rng, (2, 3), d), m)) for m in (0, 1)]),  # no ties: jumps there
     OpInfo("lax.select_n", lambda w, *cs: lax.select_n(w, *cs), lambda w, *cs: np.choose(w.astype(int), cs), ALL,
            lambda rng, d: [Sample((make_array(rng, (4,), np.bool_), make_array(rng, (4,), d), make_array(rng, (4,), d))),
                            Sample((np.array(True), make_array(rng, (2, 3), d), make_array(rng, (2, 3), d))),
@@ -208,7 +230,10 @@ register(
     OpInfo("lax.convert_element_type", lambda x, t: lax.convert_element_type(x, t), lambda x, t: x.astype(t), ALL,
            lambda rng, d: [Sample((make_array(rng, s, d, 0, 100), t)) for s in ((), (4,), (0,))
                            for t in (np.float32, np.int32, np.bool_, np.int8, np.uint8, np.complex64, np.float16)],
-           "", primitives=("convert_element_type",), out_dtype_of=lambda d, s: np.dtype(s.args[1]), ref_in_dtype=True),
+           "", primitives=("convert_element_type",), out_dtype_of=lambda d, s: np.dtype(s.args[1]), ref_in_dtype=True,
+           # Small values, so that finite differences of a float16 result resolve its rounding steps.
+           ad_samples=lambda rng, d: [Sample((make_array(rng, s, d, -1, 1), t)) for s in ((), (4,), (0,))
+                                      for t in (np.float32, np.int32, np.complex64, np.float16)]),
     OpInfo("lax.bitcast_convert_type", lambda x, t: lax.bitcast_convert_type(x, t),
            lambda x, t: _bitcast_ref(x, t), INTEGER + FLOATING,
            lambda rng, d: [Sample((make_array(rng, (3,), d), t)) for t in _bitcast_targets(d)],
@@ -217,7 +242,10 @@ register(
     OpInfo("lax.reduce_precision", lambda x, e, m: lax.reduce_precision(x, e, m), lambda x, e, m: _reduce_precision_ref(x, e, m),
            FLOATING, lambda rng, d: [Sample((make_array(rng, s, d, -100, 100), e, m)) for s in ((), (6,), (0,))
                                      for e, m in ((5, 10), (8, 7)) if _fits(d, e, m)],
-           FLOAT_ONLY, primitives=("reduce_precision",), ref_in_dtype=True),
+           FLOAT_ONLY, primitives=("reduce_precision",), ref_in_dtype=True,
+           # Derivatives treat the rounding as the identity (as JAX does); finite differences (in float64)
+           # would see its steps, so the autodiff columns keep float64's precision (no rounding at all).
+           ad_samples=lambda rng, d: [Sample((make_array(rng, (6,), d), 11, 52))]),
 )  # fmt: skip
 
 
@@ -310,6 +338,8 @@ _struct("pad", lambda x, v, c: lax.pad(x, v, c), lambda x, v, c: _pad_ref(x, v, 
                         Sample((make_array(rng, (3,), d), make_array(rng, (), d), [(1, 1, 2)])),
                         Sample((make_array(rng, (2, 4), d), make_array(rng, (), d), [(-1, 1, 1), (2, -3, 0)])),
                         Sample((make_array(rng, (0,), d), make_array(rng, (), d), [(1, 1, 3)])),
+                        Sample((make_array(rng, (0,), d), make_array(rng, (), d), [(1, -1, 0)])),  # crops the padding
+                        Sample((make_array(rng, (2,), d), make_array(rng, (), d), [(-3, 2, 0)])),
                         Sample((make_array(rng, (), d), make_array(rng, (), d), []))])
 _struct("slice", lambda x, a, b, s=None: lax.slice(x, a, b, s),
         lambda x, a, b, s=None: x[tuple(slice(i, j, k) for i, j, k in zip(a, b, s or (1,) * len(a)))],
@@ -445,4 +475,12 @@ register(
            ALL, lambda rng, d: [Sample((make_array(rng, a, d, -2, 3), make_array(rng, b, d, -2, 3)))
                                 for a, b in (((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 4)), ((0,), (0,)))],
            "", primitives=("dot_general",), tol=_DOT_TOL),
+)  # fmt: skip
+
+# --- autodiff helpers --------------------------------------------------------------------------------------
+
+register(
+    OpInfo("lax.stop_gradient", lax.stop_gradient, lambda x: x, ALL, unary_samples(), primitives=("stop_gradient",),
+           ref_in_dtype=True, transforms=frozenset({"vmap", "jit"}),
+           nondiff="stop_gradient blocks derivatives by definition (tests/test_custom_rules.py checks they are zero)"),
 )  # fmt: skip

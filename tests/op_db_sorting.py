@@ -84,6 +84,17 @@ def _with_nans(rng, shape, d) -> np.ndarray:
     return x
 
 
+def _spread(rng, shape, d) -> np.ndarray:
+    """Values without ties (gaps of at least 0.15; complex: in the real parts) in random order, for
+    the autodiff columns: a sort is differentiable only where no two keys are equal (a perturbation
+    would reorder them)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    x = ((rng.permutation(n) - n // 2) * 0.25 + rng.uniform(0, 0.1, n)).reshape(shape)
+    if np.dtype(d).kind == "c":
+        x = x + 1j * rng.uniform(-3, 3, shape)
+    return x.astype(d)
+
+
 # --- references -----------------------------------------------------------------------------------
 
 
@@ -188,19 +199,53 @@ def _sort_samples(rng, d):
     return out
 
 
+def _sort_ad_samples(rng, d):
+    # _sort_samples without ties in the keys (the payloads may tie) and without NaN.
+    out = [Sample((_spread(rng, shape, d),), {"dimension": dim})
+           for shape, dim in [((6,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), -1), ((0,), 0), ((2, 0), 1), ((1,), 0)]]
+    out.append(Sample((_spread(rng, (9,), d),), {"is_stable": False}))
+    return out  # several operands: lax.sort[operands], whose arrays the autodiff columns can reach
+
+
+def _sort_operands_samples(rng, d):
+    keys, values = _with_ties(rng, (3, 6), d), make_array(rng, (3, 6), d)
+    return [Sample((keys, values), {"dimension": 1}),
+            Sample((keys, _with_ties(rng, (3, 6), d), values), {"dimension": 1, "num_keys": 2}),
+            Sample((_with_ties(rng, (2, 5), d), _with_ties(rng, (2, 5), d), values[:2, :5]), {"dimension": 0, "num_keys": 3}),
+            Sample((_with_nans(rng, (8,), d), make_array(rng, (8,), d)), {"dimension": 0}),
+            Sample((make_array(rng, (0, 2), d), make_array(rng, (0, 2), d)), {"dimension": 0, "num_keys": 2})]  # fmt: skip
+
+
+def _sort_operands_ad_samples(rng, d):
+    # The first key without ties (a tie there would let a perturbation reorder); the others may tie.
+    values = make_array(rng, (3, 6), d)
+    return [Sample((_spread(rng, (3, 6), d), values), {"dimension": 1}),
+            Sample((_spread(rng, (3, 6), d), _with_ties(rng, (3, 6), d), values), {"dimension": 1, "num_keys": 2}),
+            Sample((_spread(rng, (2, 5), d), _with_ties(rng, (2, 5), d), values[:2, :5]), {"dimension": 0, "num_keys": 3}),
+            Sample((_spread(rng, (3, 6), d), values), {"dimension": 0}),
+            Sample((make_array(rng, (0, 2), d), make_array(rng, (0, 2), d)), {"dimension": 0, "num_keys": 2})]  # fmt: skip
+
+
 register(
     OpInfo("lax.sort", lambda operand, **k: lax.sort(operand, **k), _sort_ref, ALL, _sort_samples, "",
-           primitives=("sort",), ref_in_dtype=True),
+           primitives=("sort",), ref_in_dtype=True, ad_samples=_sort_ad_samples),
+    # lax.sort of several operands, each an argument of its own (so that every column can reach it).
+    OpInfo("lax.sort[operands]", lambda *xs, **k: lax.sort(xs, **k), lambda *xs, **k: _sort_ref(xs, **k), ALL,
+           _sort_operands_samples, "", primitives=("sort",), ref_in_dtype=True, ad_samples=_sort_operands_ad_samples),
     OpInfo("lax.sort_key_val", lambda k, v, **kw: lax.sort_key_val(k, v, **kw),
            lambda k, v, dimension=-1: _sort_ref((k, v), dimension), ALL,
            lambda rng, d: [Sample((_with_ties(rng, (8,), d), make_array(rng, (8,), d))),
                            Sample((_with_nans(rng, (2, 5), d), make_array(rng, (2, 5), d)), {"dimension": 0}),
                            Sample((make_array(rng, (0,), d), make_array(rng, (0,), d)))],
-           "", primitives=("sort",), ref_in_dtype=True),
+           "", primitives=("sort",), ref_in_dtype=True,
+           ad_samples=lambda rng, d: [Sample((_spread(rng, (8,), d), _with_ties(rng, (8,), d))),
+                                      Sample((_spread(rng, (2, 5), d), make_array(rng, (2, 5), d)), {"dimension": 0})]),
     OpInfo("lax.top_k", lambda x, k: lax.top_k(x, k)[0], lambda x, k: _top_k_ref(x, k)[0], REAL,
            lambda rng, d: [Sample((_with_nans(rng, (7,), d), 3)), Sample((_with_ties(rng, (3, 5), d), 5)),
                            Sample((make_array(rng, (2, 4), d), 0)), Sample((make_array(rng, (0, 3), d), 2))],
-           NO_COMPLEX, primitives=("top_k",)),
+           NO_COMPLEX, primitives=("top_k",),
+           ad_samples=lambda rng, d: [Sample((_spread(rng, (7,), d), 3)), Sample((_spread(rng, (3, 5), d), 5)),
+                                      Sample((_spread(rng, (2, 3, 4), d), 1)), Sample((_spread(rng, (2, 4), d), 0))]),
     OpInfo("lax.top_k[indices]", lambda x, k: lax.top_k(x, k)[1], lambda x, k: _top_k_ref(x, k)[1], REAL,
            lambda rng, d: [Sample((_with_nans(rng, (7,), d), 3)), Sample((_with_ties(rng, (3, 5), d), 5)),
                            Sample((_with_ties(rng, (9,), d), 9))],
@@ -217,6 +262,14 @@ def _np_sort_samples(rng, d):
            Sample((_distinct(rng, 9, d),), {"descending": True, "stable": False}),
            Sample((_with_ties(rng, (4, 3), d),), {"axis": -2, "kind": "stable"})]  # fmt: skip
     return out
+
+
+def _np_sort_ad_samples(rng, d):
+    return [Sample((_spread(rng, (7,), d),)), Sample((_spread(rng, (3, 4), d),), {"axis": 0}),
+            Sample((_spread(rng, (2, 3, 4), d),), {"axis": None}), Sample((_spread(rng, (), d),), {"axis": None}),
+            Sample((make_array(rng, (0, 3), d),)), Sample((_spread(rng, (2, 6), d),), {"descending": True}),
+            Sample((_spread(rng, (9,), d),), {"descending": True, "stable": False}),
+            Sample((_spread(rng, (4, 3), d),), {"axis": -2, "kind": "stable"})]  # fmt: skip
 
 
 def _np_sort_ref(x, axis=-1, descending=False, stable=True, kind=None):
@@ -278,6 +331,12 @@ def _partition_samples(rng, d):
             Sample((make(rng, (4, 5), d), [1, 3]))]  # fmt: skip
 
 
+def _partition_ad_samples(rng, d):
+    return [Sample((_spread(rng, (7,), d), 3)), Sample((_spread(rng, (3, 5), d), 0), {"axis": 0}),
+            Sample((_spread(rng, (2, 6), d), -1)), Sample((_spread(rng, (2, 3), d), 4), {"axis": None}),
+            Sample((_spread(rng, (4, 5), d), [1, 3]))]  # fmt: skip
+
+
 def _sorted_ref(x, kth, axis=-1):
     if axis is None:
         return np.sort(x.reshape(-1))
@@ -295,15 +354,16 @@ def _arange_ref(x, kth, axis=-1):
 
 register(
     OpInfo("enp.sort", lambda x, **k: enp.sort(x, **k), _np_sort_ref, ALL, _np_sort_samples, "", primitives=("sort",),
-           ref_in_dtype=True),
+           ref_in_dtype=True, ad_samples=_np_sort_ad_samples),
     OpInfo("enp.argsort", lambda x, **k: enp.argsort(x, **k), _np_argsort_ref, ALL, _np_sort_samples, "",
            primitives=("sort", "iota"), out_dtype=_default_int, ref_in_dtype=True),
     # partition returns one of many valid answers: the op checks NumPy's guarantees on it and the
     # comparison sees it sorted (the same multiset as the reference's full sort).
     OpInfo("enp.partition", lambda x, kth, **k: enp.sort(_partition_op(x, kth, **k), axis=k.get("axis", -1)),
-           _sorted_ref, ALL, _partition_samples, "", primitives=("sort",)),
+           _sorted_ref, ALL, _partition_samples, "", primitives=("sort",), ad_samples=_partition_ad_samples),
     OpInfo("enp.argpartition", lambda x, kth, **k: enp.sort(_argpartition_op(x, kth, **k), axis=k.get("axis", -1)),
-           _arange_ref, ALL, _partition_samples, "", primitives=("sort",), out_dtype=_default_int),
+           _arange_ref, ALL, _partition_samples, "", primitives=("sort",), out_dtype=_default_int,
+           ad_samples=_partition_ad_samples),
 )  # fmt: skip
 
 # --- ember.numpy: running sums and products, diff --------------------------------------------------
@@ -319,6 +379,26 @@ def _cum_samples(nan=False, low=None, high=None):
         if d.kind in "biu":
             out.append(Sample((maker(rng, (4,), d),), {"dtype": np.int8}))
         return out
+
+    return make
+
+
+def _cum_ad_samples(nan=False, low=None, high=None):
+    """_cum_samples without infinities; the nan* functions keep a NaN or two (they skip them, so the
+    result is differentiable in the other entries)."""
+
+    def maker(rng, shape, d):
+        x = make_array(rng, shape, d, low, high)
+        if nan and x.size and d.kind in "fcV":
+            flat = x.reshape(-1)
+            flat[rng.choice(flat.size, size=max(1, flat.size // 4), replace=False)] = np.nan
+        return x
+
+    def make(rng, d):
+        return [Sample((maker(rng, (5,), d),)), Sample((maker(rng, (2, 3), d),), {"axis": 1}),
+                Sample((maker(rng, (2, 3), d),), {"axis": 0}), Sample((maker(rng, (2, 3, 2), d),), {"axis": -1}),
+                Sample((maker(rng, (), d),)), Sample((maker(rng, (0, 3), d),), {"axis": 0}),
+                Sample((maker(rng, (2, 2), d),), {"axis": 0, "dtype": np.float32})]  # fmt: skip
 
     return make
 
@@ -353,7 +433,8 @@ for _name, _fn, _nan, _low, _high in [("cumsum", np.cumsum, None, None, None), (
                                       ("nancumsum", np.cumsum, 0, None, None), ("nancumprod", np.cumprod, 1, -2, 3)]:  # fmt: skip
     register(OpInfo(f"enp.{_name}", lambda x, _n=_name, **k: getattr(enp, _n)(x, **k), _np_cum(_fn, _nan), ALL,
                     _cum_samples(nan=_nan is not None, low=_low, high=_high), "", primitives=(_name.replace("nan", ""),),
-                    out_dtype_of=_kwarg_dtype_or(_sum_dtype), tol=_SCAN_TOL))  # fmt: skip
+                    out_dtype_of=_kwarg_dtype_or(_sum_dtype), tol=_SCAN_TOL,
+                    ad_samples=_cum_ad_samples(nan=_nan is not None, low=_low, high=_high)))  # fmt: skip
 
 
 def _diff_samples(rng, d):
@@ -392,6 +473,12 @@ def _searchsorted_samples(rng, d):
     return out
 
 
+def _searchsorted_ad_samples(rng, d):
+    # Integer results (float0 tangents); values apart from the sorted ones, so that none sits on an edge.
+    a = np.sort(_spread(rng, (9,), d))
+    return [Sample((a, _spread(rng, (5,), d) + 0.125)), Sample((a, _spread(rng, (2, 3), d) + 0.125), {"side": "right"})]
+
+
 def _searchsorted_ref(a, v, side="left", sorter=None):
     return np.searchsorted(a, v, side=side, sorter=sorter).astype(np.int32)
 
@@ -405,6 +492,16 @@ def _unique_samples(rng, d):
             Sample((make(rng, (8,), d),), {"size": 2}), Sample((make(rng, (6,), d),), {"size": 9, "fill_value": 1}),
             Sample((rows,), {"axis": 0}), Sample((rows.T.copy(),), {"axis": 1}),
             Sample((rows,), {"axis": 0, "size": 6}), Sample((make(rng, (0,), d),), {"size": 3, "fill_value": 0})]  # fmt: skip
+
+
+def _unique_ad_samples(rng, d):
+    # Distinct values (rows with distinct first entries): where two are equal, a perturbation
+    # splits them and changes what unique returns.
+    return [Sample((_spread(rng, (9,), d),)), Sample((_spread(rng, (3, 4), d),)), Sample((_spread(rng, (), d),)),
+            Sample((make_array(rng, (0,), d),)), Sample((_spread(rng, (8,), d),), {"size": 12}),
+            Sample((_spread(rng, (8,), d),), {"size": 2}), Sample((_spread(rng, (6,), d),), {"size": 9, "fill_value": 1}),
+            Sample((_spread(rng, (5, 2), d),), {"axis": 0}), Sample((_spread(rng, (2, 5), d),), {"axis": 1}),
+            Sample((_spread(rng, (5, 2), d),), {"axis": 0, "size": 6})]  # fmt: skip
 
 
 def _unique_np(x, axis=None, size=None, fill_value=None):
@@ -435,10 +532,11 @@ def _unique_extras(x, **k):
 
 register(
     OpInfo("enp.searchsorted", lambda a, v, **k: enp.searchsorted(a, v, **k), _searchsorted_ref, ALL,
-           _searchsorted_samples, "", primitives=("sort", "cumsum"), out_dtype=lambda d: INT32),
+           _searchsorted_samples, "", primitives=("sort", "cumsum"), out_dtype=lambda d: INT32,
+           ad_samples=_searchsorted_ad_samples),
     OpInfo("enp.unique", lambda x, **k: enp.unique(x, **k), lambda x, **k: _unique_np(x, **k)[0], ALL, _unique_samples,
-           "", primitives=("sort",)),
+           "", primitives=("sort",), ad_samples=_unique_ad_samples),
     OpInfo("enp.unique[extras]", _unique_extras, lambda x, **k: _unique_np(x, **k)[1:], ALL, _unique_samples, "",
-           primitives=("sort", "cumsum"), out_dtype=_default_int),
+           primitives=("sort", "cumsum"), out_dtype=_default_int, ad_samples=_unique_ad_samples),
 )  # fmt: skip
 

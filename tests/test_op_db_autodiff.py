@@ -21,7 +21,10 @@ import ember
 import ember.numpy as enp
 
 CI_DTYPES = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64)}
-STEP = 1e-4  # of the 4-point central difference, in float64: truncation ~STEP^4, rounding ~1e-16/STEP
+# Step of the 4-point central difference, by the precision of the function's outputs (computed from
+# float64 inputs): truncation ~step^4, rounding ~eps/step. Outputs in a narrower dtype than float64
+# (a `dtype=` argument) need a wider step.
+STEPS = {8: 1e-6, 4: 1e-2, 2: 1e-1}
 
 
 def _cells(column: str, dtypes):
@@ -68,8 +71,16 @@ def _wide(x) -> np.ndarray:
     return x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64)
 
 
-def _finite_difference(fn, primals, tangents) -> list[np.ndarray]:
-    """d/dh fn(primals + h tangents) at h = 0, by a 4-point central difference in float64."""
+def _narrowest(arrays) -> int:
+    """Bytes per real number of the narrowest inexact array (8 when none)."""
+    widths = [np.dtype(a.dtype).itemsize // (2 if np.dtype(a.dtype).kind == "c" else 1)
+              for a in arrays if np.dtype(a.dtype).kind in "fcV"]  # fmt: skip
+    return min(widths, default=8)
+
+
+def _finite_difference(fn, primals, tangents, width=None) -> list[np.ndarray]:
+    """d/dh fn(primals + h tangents) at h = 0, by a 4-point central difference in float64;
+    `width` (bytes) is the precision the function really computes in (default: its outputs')."""
     with ember.config.x64(True):
         x = [upcast(p) for p in primals]
         t = [upcast(v) for v in tangents]
@@ -77,15 +88,35 @@ def _finite_difference(fn, primals, tangents) -> list[np.ndarray]:
         def at(h):
             return [_wide(o) for o in fn(*[xi + h * ti for xi, ti in zip(x, t)])]
 
-        f2, f1, m1, m2 = at(2 * STEP), at(STEP), at(-STEP), at(-2 * STEP)
-        return [(-a + 8 * b - 8 * c + d) / (12 * STEP) for a, b, c, d in zip(f2, f1, m1, m2)]
+        step = STEPS[width or _narrowest(fn(*x))]
+        f2, f1, m1, m2 = at(2 * step), at(step), at(-step), at(-2 * step)
+        return [(-a + 8 * b - 8 * c + d) / (12 * step) for a, b, c, d in zip(f2, f1, m1, m2)]
 
 
-def _assert_close(got, want, tol, what):
+def _assert_close(got, want, tol, what, where=None, scale=1.0):
+    """got ~ want, with atol relative to want's magnitude (or `scale`, when larger); only where `where`."""
     rtol, atol = tol
     got, want = _wide(got), _wide(want)
-    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    if where is not None:
+        got, want = np.where(where, got, 0), np.where(where, want, 0)
+    scale = max(scale, float(np.max(np.abs(want)))) if want.size else scale
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale, err_msg=what)
+
+
+def _tolerance(op, dtype, *arrays):
+    """The entry's tolerance for `dtype`, or for a lower-precision output dtype when there is one
+    (finite differences of a float32 output are only as good as float32)."""
+    tols = [op.autodiff_tolerance(dtype)]
+    for a in arrays:
+        d = np.dtype(a.dtype)
+        if d.kind in "fcV" and d != dtype:
+            tols.append(op.autodiff_tolerance(d))
+    return max(t[0] for t in tols), max(t[1] for t in tols)
+
+
+def _finite_values(x) -> np.ndarray:
+    """Where the function's value is finite: derivatives are checked there (nowhere else are they defined)."""
+    return np.isfinite(_wide(x))
 
 
 def _samples(op, dtype, seed=0):
@@ -105,11 +136,12 @@ def test_jvp_matches_finite_differences(op, dtype):
             eager = fn(*primals)
             want = _finite_difference(fn, primals, tangents)
             for k, (o, e, t, w) in enumerate(zip(outs, eager, out_tangents, want)):
-                np.testing.assert_array_equal(np.asarray(o), np.asarray(e), err_msg=f"{op.name}{sample}: jvp's output {k} differs from eager")
+                _assert_close(o, e, op.tolerance(np.dtype(e.dtype)) if np.dtype(e.dtype).kind in "fcV" else (0, 0),
+                              f"{op.name}{sample}: jvp's output {k} differs from eager")  # fmt: skip
                 if np.dtype(o.dtype).kind not in "fcV":
                     assert np.asarray(t).dtype == ember.core.dtypes.float0, f"{op.name}{sample}: integer output {k} needs a float0 tangent"
                     continue
-                _assert_close(t, w, op.autodiff_tolerance(dtype), f"{op.name}{sample}: tangent of output {k}")
+                _assert_close(t, w, _tolerance(op, dtype, o), f"{op.name}{sample}: tangent of output {k}", _finite_values(e))
 
 
 @pytest.mark.parametrize("op, dtype", _cells("vjp", INEXACT))
@@ -120,15 +152,18 @@ def test_vjp_is_the_transpose_of_jvp(op, dtype):
             fn, primals = _function(op, sample)
             tangents = [_random_like(rng, p) for p in primals]
             outs, out_tangents = ember.jvp(fn, tuple(primals), tuple(tangents))
-            cts = [_random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype) for o in outs]
+            # Cotangents vanish where an output is not finite (no derivative there).
+            cts = [np.where(_finite_values(o), _random_like(rng, np.asarray(o)), 0).astype(o.dtype)
+                   if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype) for o in outs]  # fmt: skip
             _, f_vjp = ember.vjp(fn, *primals)
             in_cts = f_vjp(cts)
-            pairs_out = [(c, t) for c, t, o in zip(cts, out_tangents, outs) if np.dtype(o.dtype).kind in "fcV"]
+            pairs_out = [(c, np.where(_finite_values(o), _wide(t), 0)) for c, t, o in zip(cts, out_tangents, outs)
+                         if np.dtype(o.dtype).kind in "fcV"]  # fmt: skip
             lhs = sum(np.real(np.sum(_wide(c) * _wide(t))) for c, t in pairs_out)
             rhs = sum(np.real(np.sum(_wide(c) * _wide(t))) for c, t in zip(in_cts, tangents))
             scale = sum(np.sum(np.abs(_wide(c) * _wide(t))) for c, t in pairs_out) + sum(
                 np.sum(np.abs(_wide(c) * _wide(t))) for c, t in zip(in_cts, tangents))
-            rtol, atol = op.autodiff_tolerance(dtype)
+            rtol, atol = _tolerance(op, dtype, *outs)
             assert abs(lhs - rhs) <= rtol * scale + atol, f"{op.name}{sample}: <ct, jvp(t)> = {lhs} but <vjp(ct), t> = {rhs}"
 
 
@@ -139,19 +174,32 @@ def test_grad_of_grad(op, dtype):
         for sample in samples:
             fn, primals = _function(op, sample)
             weights = [_random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else None for o in fn(*primals)]
-
-            def scalar(*diff):
-                total = 0.0
-                for w, o in zip(weights, fn(*diff)):
-                    if w is not None:
-                        total = total + enp.real(enp.sum(enp.asarray(w) * o))
-                return enp.asarray(total, dtype="float64")
-
             if all(w is None for w in weights):
                 continue
-            gradient = ember.grad(scalar, argnums=tuple(range(len(primals))))
+            gradient = ember.grad(_weighted_sum(fn, weights), argnums=tuple(range(len(primals))))
             tangents = [_random_like(rng, p) for p in primals]
             _, hvp = ember.jvp(gradient, tuple(primals), tuple(tangents))
-            want = _finite_difference(lambda *d: list(gradient(*d)), primals, tangents)
+            outs = fn(*primals)
+            want = _finite_difference(_as_list(gradient), primals, tangents, _narrowest(outs))
+            tol = (1e-4, 1e-5) if _narrowest(outs) == 8 else _tolerance(op, dtype, *outs)
+            # Finite differences of the gradient carry rounding errors relative to the gradient's size.
+            size = max([1.0] + [float(np.max(np.abs(_wide(g)))) for g in gradient(*primals) if np.size(g)])
             for k, (h, w) in enumerate(zip(hvp, want)):
-                _assert_close(h, w, (1e-4, 1e-5), f"{op.name}{sample}: Hessian-vector product for argument {k}")
+                _assert_close(h, w, tol, f"{op.name}{sample}: Hessian-vector product for argument {k}", scale=size)
+
+
+def _weighted_sum(fn, weights):
+    """sum_k Re(sum(w_k * fn(...)_k)) over the inexact outputs: a real scalar to take gradients of."""
+
+    def scalar(*diff):
+        total = 0.0
+        for w, o in zip(weights, fn(*diff)):
+            if w is not None:
+                total = total + enp.real(enp.sum(enp.asarray(w) * o))
+        return enp.asarray(total, dtype="float64")
+
+    return scalar
+
+
+def _as_list(fn):
+    return lambda *args: list(fn(*args))

@@ -157,6 +157,7 @@ def _elementwise(xp: ModuleType) -> dict[str, Any]:
             xp, x, exponent_bits, mantissa_bits
         ),
         "copy": xp.copy,
+        "stop_gradient": lambda x: x,  # arrays are immutable: the same buffer will do
     }
 
 
@@ -336,13 +337,15 @@ def pad_kernel(xp, x, value, config):
         spread = xp.full(shape, value, dtype=x.dtype)
         spread[tuple(slice(None, None, i + 1) for _, _, i in config)] = x
         x = spread
-    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi, _) in zip(x.shape, config))
-    x = x[crop]
+    # Positive edges first, then negative ones crop the padded array (XLA's order: pad (1, -1) of an
+    # empty axis is empty, not one padding element).
     widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in config]
     if any(lo or hi for lo, hi in widths):
         out = xp.full([n + lo + hi for n, (lo, hi) in zip(x.shape, widths)], value, dtype=x.dtype)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
         x = out
+    if any(lo < 0 or hi < 0 for lo, hi, _ in config):
+        x = x[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi, _) in zip(x.shape, config))]
     return x
 
 

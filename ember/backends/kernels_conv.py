@@ -12,7 +12,8 @@ Windowed reductions pad with the monoid's identity and then combine the
 strided slices of the padded operand, one per window offset (a handful for
 pooling windows), elementwise; large windows reduce a strided view instead.
 select_and_scatter_add picks each window's first extreme the same way and
-adds the source back through the same strided slices.
+adds the source back through the same strided slices; select_and_gather_add
+(its transpose) reads a second array at the same choices.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def conv_kernels(xp: ModuleType) -> dict[str, Any]:
         "reduce_window_max": lambda x, **p: reduce_window(xp, x, "max", **p),
         "reduce_window_min": lambda x, **p: reduce_window(xp, x, "min", **p),
         "select_and_scatter_add": lambda source, operand, **p: select_and_scatter_add(xp, source, operand, **p),
+        "select_and_gather_add": lambda tangents, operand, **p: select_and_gather_add(xp, tangents, operand, **p),
     }
 
 
@@ -198,16 +200,15 @@ def reduce_window(xp, x, kind, *, window_dimensions, window_strides, padding, ba
     return (xp.max if kind == "max" else xp.min)(view, axis=axes)
 
 
-def select_and_scatter_add(xp, source, operand, *, select_prim, window_dimensions, window_strides, padding,
-                           base_dilation, window_dilation):  # fmt: skip
-    """Add each window's source element at the window's first max ("ge") or min ("le") operand element.
+def _select(xp, operand, out_shape, *, select_prim, window_dimensions, window_strides, padding, base_dilation,
+            window_dilation):  # fmt: skip
+    """Each window's choice for select_and_{scatter,gather}_add: the first max ("ge") or min ("le").
 
     One pass over the window offsets keeps a running choice per window (a later element wins
-    only if strictly better, or if it is NaN and the choice is not); a second pass adds the
-    source through the same strided slices. Padding and base-dilation holes are never chosen;
-    a window without an operand element drops its source element. Masks are applied with
-    arithmetic (max, multiply), not `where`, which is an order of magnitude slower on the
-    unpredictable masks of pooling.
+    only if strictly better, or if it is NaN and the choice is not). Padding and base-dilation
+    holes are never chosen. Returns (pad config, window slices, choice: the chosen offset per
+    window, found: whether the window holds an operand element, None when all do, and the
+    padded operand's shape).
     """
     kind = "max" if select_prim == "ge" else "min"
     extremum = xp.maximum if kind == "max" else xp.minimum
@@ -215,9 +216,9 @@ def select_and_scatter_add(xp, source, operand, *, select_prim, window_dimension
     values = pad(xp, operand, _identity(kind, operand.dtype), config)  # padding never beats a real element
     valid = None if values is operand else pad(xp, xp.ones(operand.shape, dtype=bool), False, config)
     is_float = operand.dtype.kind == "f" or operand.dtype in _LOW_PRECISION
-    slices = list(_window_slices(source.shape, window_dimensions, window_strides, window_dilation))
+    slices = list(_window_slices(out_shape, window_dimensions, window_strides, window_dilation))
     best = xp.array(values[slices[0]], copy=True)
-    choice = xp.zeros(source.shape, dtype=np.int32)
+    choice = xp.zeros(out_shape, dtype=np.int32)
     found = None if valid is None else xp.array(valid[slices[0]], copy=True)
     for k, sl in enumerate(slices[1:], start=1):
         v = values[sl]
@@ -230,14 +231,49 @@ def select_and_scatter_add(xp, source, operand, *, select_prim, window_dimension
             found |= ok
         best = extremum(best, v)  # NaN sticks, like the choice
         xp.maximum(choice, take * np.int32(k), out=choice)  # k grows, so the last taker wins
+    return config, slices, choice, found, values.shape
+
+
+def select_and_scatter_add(xp, source, operand, **params):
+    """Add each window's source element at the window's first max ("ge") or min ("le") operand element.
+
+    `_select` finds every window's choice; a second pass adds the source through the same
+    strided slices. A window without an operand element drops its source element. Masks are
+    applied with arithmetic (max, multiply), not `where`, which is an order of magnitude slower
+    on the unpredictable masks of pooling.
+    """
+    config, slices, choice, found, padded_shape = _select(xp, operand, source.shape, **params)
     compute = _F32 if source.dtype in _LOW_PRECISION else source.dtype
     contribution = source.astype(compute, copy=False)
     if found is not None:
         contribution = xp.where(found, contribution, 0).astype(compute, copy=False)
     # mask * value is exact for finite values; NaN/inf sources must not leak through a 0 mask.
     finite = compute.kind in "iu" or bool(xp.isfinite(contribution).all())
-    result = xp.zeros(values.shape, dtype=compute)
+    result = xp.zeros(padded_shape, dtype=compute)
     for k, sl in enumerate(slices):
         mask = choice == k
         result[sl] += mask * contribution if finite else xp.where(mask, contribution, xp.zeros((), compute))
     return _unpad(xp, result, operand.shape, config).astype(source.dtype, copy=False)
+
+
+def select_and_gather_add(xp, tangents, operand, **params):
+    """For each window, the element of `tangents` where the window's first max ("ge") or min ("le")
+    of `operand` sits (0 for a window without an operand element): the transpose of
+    select_and_scatter_add in its source, and the tangent of max/min pooling."""
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(params["padding"], params["base_dilation"])]
+    padded = [_spread(n, *c)[2] for n, c in zip(operand.shape, config)]
+    out_shape = tuple(_out_size(p, _dilate(w, d), s) for p, w, d, s in
+                      zip(padded, params["window_dimensions"], params["window_dilation"], params["window_strides"]))  # fmt: skip
+    compute = _F32 if tangents.dtype in _LOW_PRECISION else tangents.dtype
+    if math.prod(out_shape) == 0:
+        return xp.zeros(out_shape, dtype=tangents.dtype)
+    config, slices, choice, found, _ = _select(xp, operand, out_shape, **params)
+    values = pad(xp, tangents.astype(compute, copy=False), 0, config)  # padding is never chosen, but reads as 0
+    finite = compute.kind in "iu" or bool(xp.isfinite(values).all())
+    result = xp.zeros(out_shape, dtype=compute)
+    for k, sl in enumerate(slices):
+        mask = choice == k
+        result += mask * values[sl] if finite else xp.where(mask, values[sl], xp.zeros((), compute))
+    if found is not None:
+        result = xp.where(found, result, xp.zeros((), compute))
+    return result.astype(tangents.dtype, copy=False)

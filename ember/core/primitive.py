@@ -22,7 +22,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
 from ember.errors import ConcretizationError, TracerLeakError
 
-__all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "new_trace", "trace_stack"]
+__all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "custom_jvp_call", "custom_vjp_call", "new_trace", "trace_stack"]
 
 PRIMITIVES: dict[str, Primitive] = {}
 
@@ -142,6 +142,19 @@ class Trace:
     def process_primitive(self, primitive: Primitive, tracers: list[Tracer], params: dict[str, Any]):
         raise NotImplementedError(f"{type(self).__name__} must define process_primitive()")
 
+    def process_custom_jvp_call(self, fun: Callable[..., list], jvp: Callable[..., tuple], tracers: list[Tracer]) -> list:
+        """A call of an `ember.custom_jvp` function, flattened: ``fun(*tracers)`` returns a list of
+        Arrays and ``jvp(primals, tangents)`` gives ``(primals_out, tangents_out)`` (tangents may be
+        symbolic `Zero`s). The rule matters only to differentiation: by default, run `fun` (inline it)."""
+        return fun(*tracers)
+
+    def process_custom_vjp_call(self, fun: Callable[..., list], fwd: Callable[..., tuple], bwd: Callable[..., list],
+                                tracers: list[Tracer], out_trees: Callable[[], tuple]) -> list:  # fmt: skip
+        """A call of an `ember.custom_vjp` function, flattened: ``fwd(*primals)`` gives ``(outputs,
+        residuals)`` (lists of Arrays), ``bwd(residuals, cts)`` the input cotangents and
+        ``out_trees()`` the output and residual structures once `fwd` has run. By default, run `fun`."""
+        return fun(*tracers)
+
     def full_raise(self, value: Array) -> Tracer:
         if isinstance(value, Tracer):
             if value._trace is self:
@@ -210,6 +223,40 @@ def find_top_trace(args: Sequence[Any], stack: list[Trace]) -> Trace | None:
         if isinstance(x, Tracer) and (top is None or x._trace.level > top.level):
             top = x._trace
     return top
+
+
+def _dispatch_trace(args: Sequence[Any], what: str) -> Trace | None:
+    stack = _state.stack
+    trace = find_top_trace(args, stack) if stack else None
+    if trace is not None and not trace.alive:
+        raise _leak_error(what, trace)
+    return trace
+
+
+def custom_jvp_call(fun: Callable[..., list], jvp: Callable[..., tuple], args: Sequence[Array]) -> list:
+    """`bind` for custom_jvp functions: hand the call to the innermost trace owning one of `args`
+    (`Trace.process_custom_jvp_call`); with none, evaluate ``fun(*args)``.
+
+    >>> custom_jvp_call(lambda x: [x * 2.0], None, [ember.numpy.ones(2)])
+    [Array([2., 2.], dtype=float32)]
+    """
+    trace = _dispatch_trace(args, "a custom_jvp function")
+    if trace is None:
+        return fun(*args)
+    return trace.process_custom_jvp_call(fun, jvp, [trace.full_raise(x) for x in args])
+
+
+def custom_vjp_call(fun: Callable[..., list], fwd: Callable[..., tuple], bwd: Callable[..., list],
+                    args: Sequence[Array], out_trees: Callable[[], tuple]) -> list:  # fmt: skip
+    """`bind` for custom_vjp functions (see `Trace.process_custom_vjp_call`); with no trace, ``fun(*args)``.
+
+    >>> custom_vjp_call(lambda x: [x * 2.0], None, None, [ember.numpy.ones(2)], None)
+    [Array([2., 2.], dtype=float32)]
+    """
+    trace = _dispatch_trace(args, "a custom_vjp function")
+    if trace is None:
+        return fun(*args)
+    return trace.process_custom_vjp_call(fun, fwd, bwd, [trace.full_raise(x) for x in args], out_trees)
 
 
 @contextlib.contextmanager

@@ -43,7 +43,9 @@ class StagingTrace(Trace):
         self.invars: list[Var] = []
         self.constvars: list[Var] = []
         self.consts: list[Any] = []
-        self._const_of: dict[int, StagingTracer] = {}
+        # id(value) -> its variable. Variables, not tracers: a tracer refers to its trace, and a cycle
+        # would keep the constants (a linearization's residuals) alive until the garbage collector runs.
+        self._const_of: dict[int, Var] = {}
 
     def new_arg(self, aval: ShapedArray) -> StagingTracer:
         var = Var(aval)
@@ -52,13 +54,12 @@ class StagingTrace(Trace):
 
     def pure(self, value: Any) -> StagingTracer:
         # A value from outside the program (concrete, or an outer transform's tracer): a constant.
-        tracer = self._const_of.get(id(value))
-        if tracer is None:
-            var = Var(value.aval)
+        var = self._const_of.get(id(value))
+        if var is None:
+            var = self._const_of[id(value)] = Var(value.aval)
             self.constvars.append(var)
             self.consts.append(value)  # also keeps id(value) from being reused while we record
-            tracer = self._const_of[id(value)] = StagingTracer(self, value.aval, var)
-        return tracer
+        return StagingTracer(self, value.aval, var)
 
     def process_primitive(self, primitive: Primitive, tracers: list[StagingTracer], params: dict[str, Any]):
         out = primitive.abstract_eval(*[t._aval for t in tracers], **params)

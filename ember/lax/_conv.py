@@ -393,3 +393,19 @@ def _select_and_scatter_add(source: ArrayLike, operand: ArrayLike, select_prim: 
     source, x = operands(op, (source, operand))
     params = _window_params(op, x, window_dimensions, window_strides, padding, base_dilation, window_dilation)
     return cv.select_and_scatter_add_p.bind(source, x, select_prim=select_prim, **params)
+
+
+def _select_and_gather_add(tangents: ArrayLike, operand: ArrayLike, select_prim: str, window_dimensions: Sequence[int],
+                           window_strides: Sequence[int], padding: Padding, base_dilation: Sequence[int] | None = None,
+                           window_dilation: Sequence[int] | None = None) -> Array:  # fmt: skip
+    """For each window, `tangents` at the window's first max ('ge') or min ('le') of `operand` (0 for a
+    window of padding only): max/min pooling's tangent and the transpose of `_select_and_scatter_add`
+    (private, as in JAX).
+
+    >>> x = enp.asarray([1.0, 3.0, 2.0, 0.0])
+    >>> lax._conv._select_and_gather_add(enp.asarray([10.0, 20.0, 30.0, 40.0]), x, "ge", (2,), (2,), "VALID")
+    """
+    op = "select_and_gather_add"
+    tangents, x = operands(op, (tangents, operand))
+    params = _window_params(op, x, window_dimensions, window_strides, padding, base_dilation, window_dilation)
+    return cv.select_and_gather_add_p.bind(tangents, x, select_prim=select_prim, **params)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.core.primitives import special as sp
+from ember.core.pytree import tree_map
 from ember.lax._convert import convert, operands
 
 ArrayLike = Array | float | int | bool | complex
@@ -206,5 +208,15 @@ def reduce_precision(operand: ArrayLike, exponent_bits: int, mantissa_bits: int)
     return ew.reduce_precision_p.bind(x, exponent_bits=int(exponent_bits), mantissa_bits=int(mantissa_bits))
 
 
+def stop_gradient(x: Any) -> Any:
+    """`x` (an array or a pytree of arrays) unchanged, but with a zero derivative: differentiation
+    treats it as a constant.
+
+    >>> ember.grad(lambda x: x * lax.stop_gradient(x))(3.0)
+    Array(3., dtype=float32)
+    """
+    return tree_map(lambda leaf: ew.stop_gradient_p.bind(*operands("stop_gradient", (leaf,))), x)
+
+
 __all__ = [*_UNARY, *_BINARY, "conj", "integer_pow", "round", "RoundingMethod", "select_n", "select", "clamp",
-           "convert_element_type", "bitcast_convert_type", "reduce_precision"]  # fmt: skip
+           "convert_element_type", "bitcast_convert_type", "reduce_precision", "stop_gradient"]  # fmt: skip

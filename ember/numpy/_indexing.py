@@ -16,7 +16,6 @@ import numpy as np
 from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array, from_host
-from ember.core.primitive import Tracer
 from ember.core.primitives import indexing as ix
 from ember.errors import ConcretizationError, DTypeError, ShapeError
 from ember.lax._convert import convert
@@ -34,12 +33,14 @@ def _as_index_array(item, x: Array) -> Array | list[Array]:
     """An integer index array for `item` (a bool mask becomes one array per dimension)."""
     arr = item if isinstance(item, Array) else from_host(np.asarray(item), "indexing")
     if arr.dtype == dtypes.bool_:
-        if isinstance(arr, Tracer):
+        try:
+            mask = np.asarray(arr._concrete("boolean mask indexing"))  # concrete, or differentiated outside jit
+        except ConcretizationError:
             raise ConcretizationError(
                 f"boolean mask indexing needs a concrete mask (the result's size depends on its values), got a traced "
                 f"mask {arr.aval.str_short()}; use enp.where(mask, x, 0) or enp.nonzero(mask, size=...) instead"
-            )
-        return [from_host(i.astype(np.int64 if dtypes.x64_enabled() else np.int32)) for i in np.nonzero(np.asarray(arr))]
+            ) from None
+        return [from_host(i.astype(np.int64 if dtypes.x64_enabled() else np.int32)) for i in np.nonzero(mask)]
     if not dtypes.is_integer(arr.dtype):
         raise IndexError(f"arrays used as indices must be of integer or boolean type, got {arr.dtype} (indexing shape {x.shape})")
     return arr

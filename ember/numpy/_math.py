@@ -28,6 +28,7 @@ from ember.errors import DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, promote_args, promote_inexact
 from ember.numpy._ufuncs import _broadcast_all, _doc, _numeric, floor_divide, isinf, isnan
+from ember.transforms.custom import custom_jvp
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 _SIGNED_OF = {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
@@ -88,11 +89,18 @@ def _from_bits(bits: Array, dtype: np.dtype) -> Array:
     return ew.bitcast_convert_type_p.bind(bits, new_dtype=dtype)
 
 
-def _copysign(magnitude: Array, sign_of: Array) -> Array:
+def _copysign_bits(magnitude: Array, sign_of: Array) -> Array:
     # Bit by bit, so that zeros, infinities and NaNs keep exactly their payload.
     m, s = _bits(magnitude), _bits(sign_of)
     sign = _const(m, np.iinfo(m.dtype).min)
     return _from_bits(bw.or_p.bind(bw.and_p.bind(m, bw.not_p.bind(sign)), bw.and_p.bind(s, sign)), magnitude.dtype)
+
+
+# Bit manipulations have no derivative of their own: these rules give the calculus ones.
+_copysign = custom_jvp(_copysign_bits)
+# d copysign(m, s) / dm = sign(m) sign(s) (as +-1, from the sign bits); s only decides a sign.
+_copysign.defjvps(lambda t, ans, m, s: ew.mul_p.bind(t, ew.mul_p.bind(_copysign_bits(_const(m, 1), m),
+                                                                     _copysign_bits(_const(m, 1), s))), None)  # fmt: skip
 
 
 def _unary(name: str, prim, summary: str, example: str = "enp.asarray([0.5, 1.0])", real_only: bool = False) -> Callable:
@@ -397,7 +405,7 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     >>> enp.frexp(enp.asarray([8.0, 0.3]))
     """
     (x,) = _real_inexact("frexp", x)
-    return _frexp(x)
+    return _frexp_mantissa(x), _frexp(x)[1]
 
 
 def _power_of_two(k: Array, dtype: np.dtype) -> Array:
@@ -426,14 +434,36 @@ def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         info = np.iinfo(e.dtype)
         e = ew.clamp_p.bind(_const(e, builtins.max(-span, info.min)), e, _const(e, builtins.min(span, info.max)))
         e = convert(e, dtypes.int32)
+    return convert(_ldexp(x, e), x.dtype, x.weak_type and e.weak_type)
+
+
+@custom_jvp
+def _ldexp(x: Array, e: Array) -> Array:
+    """x * 2**e for int32 e within twice the dtype's exponent range, exactly (one rounding)."""
+    nmant, minexp, maxexp, _ = _float_info(x.dtype)
+    lowest, highest = minexp - nmant - 2, maxexp + 1
     mantissa, exponent = _frexp(x)
     total = ew.add_p.bind(exponent, e)
     total = ew.clamp_p.bind(lax.full((), lowest, dtypes.int32), total, lax.full((), highest, dtypes.int32))
     # mantissa * 2**a is exact (a small), then * 2**b (a normal power) rounds once.
     b = ew.clamp_p.bind(lax.full((), minexp, dtypes.int32), total, lax.full((), maxexp - 1, dtypes.int32))
     a = ew.sub_p.bind(total, b)
-    out = ew.mul_p.bind(ew.mul_p.bind(mantissa, _power_of_two(a, x.dtype)), _power_of_two(b, x.dtype))
-    return convert(out, x.dtype, x.weak_type and e.weak_type)
+    return ew.mul_p.bind(ew.mul_p.bind(mantissa, _power_of_two(a, x.dtype)), _power_of_two(b, x.dtype))
+
+
+def _times_power_of_two(t: Array, e: Array) -> Array:
+    """t * 2**e with multiplications only (so it transposes), in two halves so that each factor stays
+    finite for |e| up to twice the exponent range."""
+    half = ew.div_p.bind(e, _const(e, 2))
+    one = _const(t, 1)
+    return ew.mul_p.bind(ew.mul_p.bind(t, _ldexp(one, half)), _ldexp(one, ew.sub_p.bind(e, half)))
+
+
+_ldexp.defjvps(lambda t, ans, x, e: _times_power_of_two(t, e), None)  # linear in x
+
+# frexp's mantissa is x * 2**-exponent with a piecewise-constant exponent.
+_frexp_mantissa = custom_jvp(lambda x: _frexp(x)[0])
+_frexp_mantissa.defjvps(lambda t, ans, x: _times_power_of_two(t, ew.neg_p.bind(_frexp(x)[1])))
 
 
 # --- extrema, remainders and steps ---------------------------------------------------------------

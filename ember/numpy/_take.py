@@ -16,7 +16,6 @@ import numpy as np
 from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
-from ember.core.primitive import Tracer
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import ConcretizationError, InvalidArgumentError, ShapeError
 from ember.numpy._core import ArrayLike, asarray
@@ -115,11 +114,12 @@ def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: 
 
 
 def _concrete(op: str, x: Array, hint: str) -> np.ndarray:
-    if isinstance(x, Tracer):
+    try:
+        return np.asarray(x._concrete(op))  # also a value being differentiated outside jit
+    except ConcretizationError:
         raise ConcretizationError(
             f"{op}: the output size depends on the values of a traced array {x.aval.str_short()}; {hint}"
-        )
-    return np.asarray(x)
+        ) from None
 
 
 def nonzero(a: ArrayLike, *, size: int | None = None, fill_value=None) -> tuple[Array, ...]:

@@ -1,5 +1,9 @@
-"""Function transforms: forward and reverse mode autodiff (vmap, jit and the rest follow)."""
+"""Function transforms: forward and reverse mode autodiff, custom rules, rematerialization (vmap, jit and
+the rest follow)."""
 
 from ember.transforms.autodiff import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
+from ember.transforms.custom import custom_jvp, custom_vjp
+from ember.transforms.remat import checkpoint, checkpoint_policies, remat
 
-__all__ = ["grad", "jvp", "linear_transpose", "linearize", "value_and_grad", "vjp"]
+__all__ = ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "grad", "jvp", "linear_transpose",
+           "linearize", "remat", "value_and_grad", "vjp"]  # fmt: skip

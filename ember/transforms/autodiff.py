@@ -44,14 +44,24 @@ def _flat_fn(fn: Callable, in_tree, op: str, has_aux: bool = False):
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise ArgumentTypeError(f"{op}(..., has_aux=True): the function must return a pair (output, aux), got {type(out).__name__}")
             out, aux = out
-            aux_leaves, store["aux_tree"] = tree_flatten(aux)
+            # Array leaves of aux flow out of the transform (undifferentiated); other leaves
+            # (strings, ints, ...) are kept as they are.
+            leaves, store["aux_tree"] = tree_flatten(aux)
+            store["aux_leaves"] = leaves
+            aux_leaves = [x for x in leaves if isinstance(x, Array)]
             store["n_aux"] = len(aux_leaves)
         else:
             aux_leaves = []
         out_leaves, store["out_tree"] = tree_flatten(out)
-        return [*_as_arrays(out_leaves, op), *_as_arrays(aux_leaves, op)]
+        return [*_as_arrays(out_leaves, op), *aux_leaves]
 
     return flat, store
+
+
+def _rebuild_aux(store: dict[str, Any], arrays: Sequence[Any]) -> Any:
+    flowed = iter(arrays)
+    leaves = [next(flowed) if isinstance(x, Array) else x for x in store["aux_leaves"]]
+    return tree_unflatten(store["aux_tree"], leaves)
 
 
 def _zeros_of(aval: ShapedArray) -> Any:
@@ -113,7 +123,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     primal_out = tree_unflatten(store["out_tree"], outs[:n_out])
     tangent_out = tree_unflatten(store["out_tree"], [_instantiate(t) for t in out_tangents[:n_out]])
     if has_aux:
-        return primal_out, tangent_out, tree_unflatten(store["aux_tree"], outs[n_out:])
+        return primal_out, tangent_out, _rebuild_aux(store, outs[n_out:])
     return primal_out, tangent_out
 
 
@@ -138,7 +148,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
         return tree_unflatten(store["out_tree"], [_instantiate(t) for t in lin.jvp(flat_tangents)])
 
     primal_out = tree_unflatten(store["out_tree"], outs)
-    return (primal_out, f_jvp, tree_unflatten(store["aux_tree"], aux)) if has_aux else (primal_out, f_jvp)
+    return (primal_out, f_jvp, _rebuild_aux(store, aux)) if has_aux else (primal_out, f_jvp)
 
 
 class _aval_array:
@@ -176,7 +186,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         return _pull_back("vjp", lin, out_tree, in_tree, ct, free_residuals=False)
 
     primal_out = tree_unflatten(out_tree, outs)
-    return (primal_out, f_vjp, tree_unflatten(store["aux_tree"], aux)) if has_aux else (primal_out, f_vjp)
+    return (primal_out, f_vjp, _rebuild_aux(store, aux)) if has_aux else (primal_out, f_vjp)
 
 
 def _pull_back(op: str, lin: Linearized, out_tree, in_tree, ct: Any, free_residuals: bool):
@@ -214,10 +224,7 @@ def _check_inputs(op: str, leaves: Sequence[Array], holomorphic: bool, allow_int
             if not dtypes.is_complex(x.dtype):
                 raise DTypeError(f"{op}(holomorphic=True): inputs must be complex, got an input of shape {x.shape} and dtype "
                                  f"{x.dtype}; convert it with .astype('complex64')")  # fmt: skip
-        elif dtypes.is_complex(x.dtype):
-            raise DTypeError(f"{op}: got a complex input of shape {x.shape} and dtype {x.dtype}; pass holomorphic=True for "
-                             "holomorphic functions, or differentiate with respect to the real and imaginary parts")  # fmt: skip
-        elif not dtypes.is_floating(x.dtype) and not allow_int:
+        elif not dtypes.is_inexact(x.dtype) and not allow_int:
             raise DTypeError(f"{op}: cannot differentiate with respect to an input of shape {x.shape} and dtype {x.dtype}; "
                              "inputs must be floating point (pass allow_int=True to get float0 zeros for integer inputs)")  # fmt: skip
 
@@ -232,8 +239,10 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     >>> ember.value_and_grad(lambda x: (x ** 2).sum())(enp.asarray([1.0, 2.0]))
     (Array(5., dtype=float32), Array([2., 4.], dtype=float32))
     """
-    op = "value_and_grad"
+    return _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "value_and_grad")
 
+
+def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, op: str) -> Callable:
     def wrapped(*args, **kwargs):
         nums = _argnums(op, argnums, len(args))
         diff_args = tuple(args[n] for n in nums)
@@ -247,10 +256,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         _check_inputs(op, _as_arrays(tree_flatten(diff_args)[0], op), holomorphic, allow_int)
         outs, aux, lin, store, in_tree = _linearize(partial, diff_args, op, has_aux)
         if len(outs) != 1 or store["out_tree"].num_leaves != 1 or outs[0].shape != ():
-            shapes = [o.shape for o in outs]
-            raise ArgumentTypeError(f"{op}: the function must return a scalar (shape ()), got output(s) of shape(s) "
-                                    f"{shapes[0] if len(shapes) == 1 else shapes}; reduce it (e.g. .sum()) or use "
-                                    "ember.vjp / ember.jacrev for non-scalar outputs")  # fmt: skip
+            got = f"an output of shape {outs[0].shape}" if len(outs) == 1 else f"{len(outs)} outputs of shapes {[o.shape for o in outs]}"
+            raise ArgumentTypeError(f"{op}: the function must return a scalar (shape ()), got {got}; reduce it (e.g. "
+                                    ".sum()) or use ember.vjp / ember.jacrev for non-scalar outputs")  # fmt: skip
         out = outs[0]
         if holomorphic and not dtypes.is_complex(out.dtype):
             raise DTypeError(f"{op}(holomorphic=True): the output must be complex, got shape () and dtype {out.dtype}")
@@ -261,9 +269,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         grads = _pull_back(op, lin, store["out_tree"], in_tree, one, free_residuals=True)
         grads = grads[0] if isinstance(argnums, int) else grads
         value = tree_unflatten(store["out_tree"], outs)
-        return ((value, tree_unflatten(store["aux_tree"], aux)), grads) if has_aux else (value, grads)
+        return ((value, _rebuild_aux(store, aux)), grads) if has_aux else (value, grads)
 
-    _name_like(wrapped, fun, "value_and_grad")
+    _name_like(wrapped, fun, op)
     return wrapped
 
 
@@ -281,7 +289,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     >>> ember.grad(lambda x: (x ** 2).sum())(enp.asarray([1.0, 2.0]))
     Array([2., 4.], dtype=float32)
     """
-    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "grad")
 
     def wrapped(*args, **kwargs):
         if has_aux:

@@ -14,8 +14,9 @@ from typing import Any
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero
-from ember.core.primitive import Primitive, Trace, Tracer, new_trace
+from ember.core.primitive import Primitive, Trace, Tracer, custom_jvp_call, custom_vjp_call, new_trace
 from ember.errors import EmberError
+from ember.transforms.custom import custom_lin
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat"]
 
@@ -31,6 +32,11 @@ class JVPTracer(Tracer):
     @property
     def aval(self) -> ShapedArray:
         return self.primal.aval
+
+    def _concrete(self, what: str):
+        # As in JAX, Python control flow on a value being differentiated is fine when its primal
+        # value is concrete (outside jit): the derivative is that of the branch taken.
+        return self.primal._concrete(what)
 
 
 class JVPTrace(Trace):
@@ -51,6 +57,32 @@ class JVPTrace(Trace):
         if primitive.multiple_results:
             return [JVPTracer(self, p, _checked(t, p)) for p, t in zip(primal_out, tangent_out, strict=True)]
         return JVPTracer(self, primal_out, _checked(tangent_out, primal_out))
+
+    def process_custom_jvp_call(self, fun, jvp, tracers: list[JVPTracer]) -> list[JVPTracer]:
+        # The rule replaces differentiating `fun`; outer transforms differentiate the rule itself.
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            return [self._constant(o) for o in custom_jvp_call(fun, jvp, primals)]
+        primals_out, tangents_out = jvp(primals, tangents)
+        return [JVPTracer(self, p, _checked(t, p)) for p, t in zip(primals_out, tangents_out, strict=True)]
+
+    def process_custom_vjp_call(self, fun, fwd, bwd, tracers: list[JVPTracer], out_trees) -> list[JVPTracer]:
+        # fwd computes the outputs and residuals; the output tangents are a linear primitive of the
+        # input tangents (custom_lin) that linearize stages and whose transpose calls bwd.
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            return [self._constant(o) for o in custom_vjp_call(fun, fwd, bwd, primals, out_trees)]
+        outs, res = fwd(*primals)
+        tangents_out = custom_lin(res, tangents, bwd, outs)
+        return [JVPTracer(self, p, _checked(t, p)) for p, t in zip(outs, tangents_out, strict=True)]
+
+    def _constant(self, value: Any) -> JVPTracer:
+        # A function that closes over this trace's tracers may return them: keep their tangents.
+        if isinstance(value, JVPTracer) and value._trace is self:
+            return value
+        return JVPTracer(self, value, Zero(value.aval))
 
 
 def _checked(tangent: Any, primal: Any) -> Any:

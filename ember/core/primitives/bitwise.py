@@ -25,7 +25,7 @@ population_count_p = Elementwise("population_count", INTEGER)
 clz_p = Elementwise("clz", INTEGER)
 
 # Comparisons and bit operations give bool or integer results: their tangents are zero.
-from ember.core.ad import defnondiff  # noqa: E402
+from ember.core.ad import defnondiff
 
 defnondiff(eq_p, ne_p, lt_p, le_p, gt_p, ge_p, not_p, and_p, or_p, xor_p, shift_left_p, shift_right_logical_p,
            shift_right_arithmetic_p, population_count_p, clz_p)  # fmt: skip

@@ -43,7 +43,7 @@ dot_general_p.abstract_eval = _dot_general_rule
 # dot_general is bilinear: d(l . r) = dl . r + l . dr, and each transpose is another
 # dot_general of the cotangent with the other operand, followed by a transpose (as JAX's).
 
-from ember.core.ad import defjvp, is_undefined  # noqa: E402
+from ember.core.ad import defjvp, is_undefined
 
 
 def _remaining(n: int, *removed) -> list[int]:

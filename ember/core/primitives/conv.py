@@ -1,9 +1,10 @@
 """Convolution and windowed reductions.
 
 conv_general_dilated (XLA's ConvGeneralDilated), reduce_window_{sum,max,min}
-(ReduceWindow with the monoid's identity as init value) and
+(ReduceWindow with the monoid's identity as init value),
 select_and_scatter_add (SelectAndScatter with ``add``: the transpose of a
-max/min pooling's window choice, which reduce_window_max's vjp needs).
+max/min pooling's window choice, which reduce_window_max's vjp needs) and
+select_and_gather_add (its transpose: max/min pooling's tangent).
 
 Parameters are static and already normalised: tuples of ints, padding as
 (low, high) pairs, dimension numbers as a `ConvDimensionNumbers` of integer
@@ -34,6 +35,7 @@ __all__ = [
     "reduce_window_max_p",
     "reduce_window_min_p",
     "reduce_window_sum_p",
+    "select_and_gather_add_p",
     "select_and_scatter_add_p",
 ]  # fmt: skip
 
@@ -288,3 +290,231 @@ def _select_and_scatter_add_rule(source: ShapedArray, operand: ShapedArray, *, s
 
 
 select_and_scatter_add_p.abstract_eval = _select_and_scatter_add_rule
+
+
+# select_and_gather_add(tangents, operand, *, select_prim, window_dimensions, window_strides, padding,
+#   base_dilation, window_dilation) -> array of the windowed reduction's shape: for every window of
+# operand (as in reduce_window), tangents' element at the window's selected element (the same
+# choice as select_and_scatter_add's), or 0 for a window holding only padding. Linear in
+# `tangents`: the tangent of max/min pooling, and the transpose of select_and_scatter_add.
+select_and_gather_add_p = Primitive("select_and_gather_add")
+
+
+def _select_and_gather_add_rule(tangents: ShapedArray, operand: ShapedArray, *, select_prim, window_dimensions,
+                                window_strides, padding, base_dilation, window_dilation) -> ShapedArray:  # fmt: skip
+    op = "select_and_gather_add"
+    if select_prim not in ("ge", "le"):
+        raise InvalidArgumentError(f"{op}: select_prim must be 'ge' (max pooling) or 'le' (min pooling), got {select_prim!r}")
+    check_same_dtypes(op, (tangents, operand))
+    check_dtype(op, operand, SCATTER_DTYPES)
+    if tangents.shape != operand.shape:
+        raise ShapeError(f"{op}: tangents {describe(tangents)} must have the shape of operand {describe(operand)}")
+    shape = window_shape(op, operand, window_dimensions, window_strides, padding, base_dilation, window_dilation)
+    return ShapedArray(shape, tangents.dtype, tangents.weak_type)
+
+
+select_and_gather_add_p.abstract_eval = _select_and_gather_add_rule
+
+
+# --- differentiation rules ------------------------------------------------------------------
+# conv_general_dilated is bilinear: d conv(l, r) = conv(dl, r) + conv(l, dr); its transposes are
+# convolutions of the cotangent with the other operand (JAX's _conv_general_dilated_transpose_lhs
+# and _rhs): in the lhs one the kernel is flipped and strides and lhs dilation trade places; in
+# the rhs one the cotangent is the kernel and strides and rhs dilation trade places. Feature and
+# batch groups trade places between the two. reduce_window_sum is linear (a convolution with a
+# window of ones); max/min pooling's tangent is the tangent at each window's chosen element
+# (select_and_gather_add), whose transpose is select_and_scatter_add and vice versa.
+
+from ember.core.ad import Zero, defjvp, deflinear, instantiate, is_undefined
+
+
+def _p(name: str) -> Primitive:
+    from ember.core.primitive import PRIMITIVES
+
+    return PRIMITIVES[name]
+
+
+def _to_dtype(x, dtype):
+    if x.dtype == dtype:
+        return x
+    return _p("convert_element_type").bind(x, new_dtype=dtype, weak_type=False)
+
+
+def _dilate_shape(shape, dilation) -> tuple[int, ...]:
+    return tuple(dilate_dim(s, d) for s, d in zip(shape, dilation))
+
+
+def _spec_transpose(spec) -> tuple[int, ...]:
+    """Swap a spec's first two entries (batch <-> feature, out-feature <-> in-feature)."""
+    return (spec[1], spec[0], *spec[2:])
+
+
+def _split_axis(x, axis: int, outer: int):
+    """Reshape `x`'s `axis` of size outer * inner into two axes (outer, inner) at axis, axis + 1."""
+    shape = list(x.shape)
+    shape[axis : axis + 1] = [outer, shape[axis] // outer]
+    return _p("reshape").bind(x, new_sizes=tuple(shape), dimensions=None)
+
+
+def _merge_axis(x, src: int, dst: int):
+    """Fold axis `src` into axis `dst` (numbered with `src` removed), `src` as the major part."""
+    perm = [i for i in range(x.ndim) if i != src]
+    perm.insert(dst, src)
+    if perm != list(range(x.ndim)):
+        x = _p("transpose").bind(x, permutation=tuple(perm))
+    shape = list(x.shape)
+    shape[dst : dst + 2] = [shape[dst] * shape[dst + 1]]
+    return _p("reshape").bind(x, new_sizes=tuple(shape), dimensions=None)
+
+
+def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation, rhs_dilation):
+    """Padding of the lhs transpose's convolution: it slides the flipped window over the
+    stride-dilated cotangent so that every lhs element (lhs-dilation apart) gets one output."""
+    lhs_dilated = _dilate_shape(in_shape, lhs_dilation)
+    rhs_dilated = _dilate_shape(window, rhs_dilation)
+    out_dilated = _dilate_shape(out_shape, strides)
+    before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
+    after = [lhs + r - 1 - o - b for lhs, r, o, b in zip(lhs_dilated, rhs_dilated, out_dilated, before)]
+    return tuple(zip(before, after))
+
+
+def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation, rhs_dilation):
+    """Padding of the rhs transpose's convolution: the stride-dilated cotangent is the window."""
+    lhs_dilated = _dilate_shape(in_shape, lhs_dilation)
+    rhs_dilated = _dilate_shape(window, rhs_dilation)
+    out_dilated = _dilate_shape(out_shape, strides)
+    return tuple((lo, o - lhs + r - lo - 1) for lhs, r, o, (lo, _) in zip(lhs_dilated, rhs_dilated, out_dilated, padding))
+
+
+def _take(shape, dims) -> tuple[int, ...]:
+    return tuple(shape[d] for d in dims)
+
+
+def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                        feature_group_count, batch_group_count, precision):  # fmt: skip
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    groups = max(feature_group_count, batch_group_count)
+    window = _take(rhs.shape, rhs_spec[2:])
+    if groups > 1:
+        # The kernel's out features are (group, O / groups): the group joins its in features, so
+        # the transposed kernel maps O / groups features to groups * I per group.
+        rhs = _merge_axis(_split_axis(rhs, rhs_spec[0], groups), rhs_spec[0], rhs_spec[1])
+    pads = _vjp_lhs_padding(_take(lhs_aval.shape, lhs_spec[2:]), window, window_strides,
+                            _take(ct.shape, out_spec[2:]), padding, lhs_dilation, rhs_dilation)  # fmt: skip
+    flipped = _p("rev").bind(rhs, dimensions=tuple(rhs_spec[2:]))
+    out = conv_general_dilated_p.bind(
+        ct, flipped, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
+        dimension_numbers=ConvDimensionNumbers(out_spec, _spec_transpose(rhs_spec), lhs_spec),
+        feature_group_count=groups, batch_group_count=1, precision=precision, preferred_element_type=None,
+    )
+    if batch_group_count > 1:  # the output's features are (group, I): the group goes back to the batch
+        out = _merge_axis(_split_axis(out, lhs_spec[1], batch_group_count), lhs_spec[1], lhs_spec[0])
+    return out
+
+
+def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                        feature_group_count, batch_group_count, precision):  # fmt: skip
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    pads = _vjp_rhs_padding(_take(lhs.shape, lhs_spec[2:]), _take(rhs_aval.shape, rhs_spec[2:]), window_strides,
+                            _take(ct.shape, out_spec[2:]), padding, lhs_dilation, rhs_dilation)  # fmt: skip
+    # lhs's features become the batch and its batch the contracted features; the groups swap kinds
+    return conv_general_dilated_p.bind(
+        lhs, ct, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
+        dimension_numbers=ConvDimensionNumbers(_spec_transpose(lhs_spec), _spec_transpose(out_spec),
+                                               _spec_transpose(rhs_spec)),
+        feature_group_count=batch_group_count, batch_group_count=feature_group_count, precision=precision,
+        preferred_element_type=None,
+    )  # fmt: skip
+
+
+def _conv_transpose(ct, lhs, rhs, *, preferred_element_type=None, **params):
+    # A cotangent in preferred_element_type goes back to the operands' dtype first (as dot_general's).
+    if 0 in ct.shape:  # nothing flows back (and no degenerate convolution with an empty window)
+        return [Zero(lhs.aval) if is_undefined(lhs) else None, Zero(rhs.aval) if is_undefined(rhs) else None]
+    ct_lhs = ct_rhs = None
+    if is_undefined(lhs):  # an empty operand's cotangent is empty (and its convolution may be degenerate)
+        ct_lhs = Zero(lhs.aval) if _empty(lhs.aval) else _to_dtype(
+            _conv_transpose_lhs(_to_dtype(ct, rhs.dtype), lhs.aval, rhs, **params), lhs.aval.dtype)
+    if is_undefined(rhs):
+        ct_rhs = Zero(rhs.aval) if _empty(rhs.aval) else _to_dtype(
+            _conv_transpose_rhs(_to_dtype(ct, lhs.dtype), lhs, rhs.aval, **params), rhs.aval.dtype)
+    return [ct_lhs, ct_rhs]
+
+
+def _empty(aval: ShapedArray) -> bool:
+    return 0 in aval.shape
+
+
+defjvp(conv_general_dilated_p,
+       lambda t, ans, lhs, rhs, **params: conv_general_dilated_p.bind(t, rhs, **params),
+       lambda t, ans, lhs, rhs, **params: conv_general_dilated_p.bind(lhs, t, **params))  # fmt: skip
+conv_general_dilated_p.transpose = _conv_transpose
+
+
+def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+    # reduce_window_sum is a convolution with a window of ones (symmetric: no flip needed); its
+    # transpose sums windows of the stride-dilated, padded cotangent, stepping by base_dilation.
+    shape = x.aval.shape
+    if _empty(x.aval):  # nothing to send back to (and the transposed windows would not fit)
+        return [Zero(x.aval)]
+    pads = _vjp_lhs_padding(shape, window_dimensions, window_strides, ct.shape, padding, base_dilation, window_dilation)
+    zero = _zero_scalar(ct)
+    padded = _p("pad").bind(ct, zero, padding_config=tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides)))
+    out = reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions, window_strides=base_dilation,
+                                   padding=((0, 0),) * len(shape), base_dilation=(1,) * len(shape),
+                                   window_dilation=window_dilation)  # fmt: skip
+    return [out]
+
+
+def _zero_scalar(x):
+    import numpy as np
+
+    from ember.core.array import wrap
+
+    return wrap(np.zeros((), x.dtype), x.weak_type)
+
+
+deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+def _chooser_jvp(prim: Primitive, select_prim: str):
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, **params)
+        if type(t) is Zero:
+            return ans, Zero(ans.aval)
+        return ans, select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
+
+    return jvp
+
+
+reduce_window_max_p.jvp = _chooser_jvp(reduce_window_max_p, "ge")
+reduce_window_min_p.jvp = _chooser_jvp(reduce_window_min_p, "le")
+
+
+def _linear_in_first(prim: Primitive):
+    """jvp of select_and_{scatter,gather}_add: linear in the first operand, piecewise constant in
+    the operand (its choice does not move under small perturbations)."""
+
+    def jvp(primals, tangents, **params):
+        (source, operand), (t, _) = primals, tangents
+        ans = prim.bind(source, operand, **params)
+        if type(t) is Zero:
+            return ans, Zero(ans.aval)
+        return ans, prim.bind(t, operand, **params)
+
+    return jvp
+
+
+def _transpose_to(other: Primitive):
+    def transpose(ct, source, operand, **params):
+        assert is_undefined(source) and not is_undefined(operand), "select_and_*_add is linear in its first operand only"
+        return [other.bind(instantiate(ct), operand, **params), None]
+
+    return transpose
+
+
+select_and_scatter_add_p.jvp = _linear_in_first(select_and_scatter_add_p)
+select_and_scatter_add_p.transpose = _transpose_to(select_and_gather_add_p)
+select_and_gather_add_p.jvp = _linear_in_first(select_and_gather_add_p)
+select_and_gather_add_p.transpose = _transpose_to(select_and_scatter_add_p)

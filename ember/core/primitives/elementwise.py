@@ -10,7 +10,17 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
-from ember.core.ad import Zero, broadcast_to, defjvp, deflinear, defnondiff, instantiate, is_undefined, unbroadcast, zeros
+from ember.core.ad import (
+    Zero,
+    broadcast_to,
+    defjvp,
+    deflinear,
+    defnondiff,
+    instantiate,
+    is_undefined,
+    unbroadcast,
+    zeros,
+)
 from ember.core.array import wrap
 from ember.core.primitive import Primitive
 from ember.core.primitives import bitwise as _bw
@@ -201,6 +211,10 @@ reduce_precision_p.abstract_eval = _reduce_precision_rule
 copy_p = Primitive("copy")
 copy_p.abstract_eval = lambda x: x
 
+# The identity, whose derivative is zero by definition (lax.stop_gradient).
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.abstract_eval = lambda x: x
+
 
 # --- differentiation rules ------------------------------------------------------------------
 # jvp rules: one function per operand, ``(t, ans, *operands) -> contribution`` (core/ad.py sums
@@ -235,7 +249,24 @@ def _square(x):
     return _mul(x, x)
 
 
-defnondiff(sign_p, floor_p, ceil_p, round_p, is_finite_p, nextafter_p, bitcast_convert_type_p)
+defnondiff(floor_p, ceil_p, round_p, is_finite_p, bitcast_convert_type_p)
+
+
+def _sign_jvp(t, ans, x):
+    # Real sign is piecewise constant. Complex sign(z) = z / |z| moves along the unit circle:
+    # d sign = (t - s Re(conj(s) t)) / |z| (0 at z = 0).
+    if not dtypes.is_complex(x.dtype):
+        return _mul(t, _const(x, 0))
+    def as_complex(r):
+        return convert_element_type_p.bind(r, new_dtype=x.dtype, weak_type=False)
+
+    along = as_complex(real_p.bind(_mul(conj_p.bind(ans), t)))
+    return _div(_sub(t, _mul(ans, along)), as_complex(_where_zero(abs_p.bind(x), 1)))
+
+
+defjvp(sign_p, _sign_jvp)
+# nextafter(x, y) is x moved by one ulp: as a function of x it is the identity to first order.
+defjvp(nextafter_p, lambda t, ans, x, y: t, None)
 deflinear(neg_p, lambda ct, x: [_neg(ct)])
 defjvp(exp_p, lambda t, ans, x: _mul(t, ans))
 defjvp(exp2_p, lambda t, ans, x: _mul(t, _mul(ans, _const(x, np.log(2)))))
@@ -275,6 +306,7 @@ deflinear(imag_p, lambda ct, x: [complex_p.bind(_const(ct, 0), _neg(ct))])
 deflinear(conj_p, lambda ct, x: [conj_p.bind(ct)])
 deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
 deflinear(copy_p, lambda ct, x: [ct])
+defnondiff(stop_gradient_p)
 
 
 def _sum_of_tangents(prim, sign_of_y):

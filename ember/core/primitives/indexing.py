@@ -211,6 +211,297 @@ def _dynamic_update_slice_rule(operand: ShapedArray, update: ShapedArray, *start
 
 dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_rule
 
+# --- differentiation rules ------------------------------------------------------------------
+# As JAX's (jax/_src/lax/slicing.py). gather is linear in its operand and transposes to a
+# scatter_add of the cotangent; scatter_add is linear in operand and updates, and the updates'
+# cotangent is the inverse gather. scatter (set) finds the update that won each written element
+# by scattering update ids (unless the indices are promised unique) and moves the tangents with
+# a scatter_add; scatter_mul, scatter_min and scatter_max combine residuals with scatter_add, so
+# only gather, scatter_add (and scatter_mul/scatter in their linear forms) need transposes. The
+# dynamic slices transpose to each other. Index operands are integers: no tangent, no cotangent.
+# Out-of-bounds handling of a transpose matches its forward's, as the NumPy backend implements
+# the modes: gathers clamp unless mode is "fill" (fill value; the tangent there is 0), scatters
+# clamp only in "clip" mode and drop otherwise. So a gather in "clip" or "promise_in_bounds" mode
+# transposes to a "clip" scatter_add and one in "fill" mode to a dropping one; a scatter reads
+# back with a "clip" gather in "clip" mode and with a "fill" gather (fill value 0) otherwise.
+
+import math
+
+import numpy as np
+
+from ember.core.ad import Zero, broadcast_to, instantiate, is_undefined, zeros
+from ember.core.array import wrap
+from ember.core.primitives import bitwise as _bw
+from ember.core.primitives import elementwise as _ew
+from ember.core.primitives import structural as _st
+from ember.errors import EmberError
+
+
+def _gather_mode_for_scatter(mode: str) -> str:
+    """The gather mode that reads back exactly the elements a scatter in `mode` writes."""
+    return GatherScatterMode.CLIP if mode == GatherScatterMode.CLIP else GatherScatterMode.FILL_OR_DROP
+
+
+def _scatter_mode_for_gather(mode: str) -> str:
+    """The scatter mode that writes exactly the elements a gather in `mode` reads (fill: those in bounds)."""
+    return GatherScatterMode.FILL_OR_DROP if mode == GatherScatterMode.FILL_OR_DROP else GatherScatterMode.CLIP
+
+
+def _gather_dn_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+    """The gather that reads back where a scatter with `dn` writes."""
+    return GatherDimensionNumbers(*(tuple(field) for field in dn))
+
+
+def _scatter_dn_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    """The scatter that writes where a gather with `dn` reads (the fields correspond one to one)."""
+    return ScatterDimensionNumbers(*(tuple(field) for field in dn))
+
+
+def _gather_back(x, indices, updates_shape, dn: ScatterDimensionNumbers, mode: str, unique_indices=False,
+                 indices_are_sorted=False):  # fmt: skip
+    """The gather that reads, for every element of a scatter's updates, the element of `x` (operand-shaped)
+    it lands on; 0 for updates the scatter drops."""
+    sizes, window = [], iter(dn.update_window_dims)
+    for d in range(x.ndim):
+        dropped = d in dn.inserted_window_dims or d in dn.operand_batching_dims
+        sizes.append(1 if dropped else updates_shape[next(window)])
+    return gather_p.bind(x, indices, dimension_numbers=_gather_dn_of(dn), slice_sizes=tuple(sizes),
+                         mode=_gather_mode_for_scatter(mode), fill_value=0, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices)  # fmt: skip
+
+
+def _full(aval: ShapedArray, value):
+    """`value` filled into `aval` (a broadcast scalar)."""
+    scalar = wrap(np.asarray(value, dtype=aval.dtype), aval.weak_type)
+    return scalar if aval.shape == () else _st.broadcast_in_dim_p.bind(scalar, shape=aval.shape, broadcast_dimensions=())
+
+
+def _mask(keep, t):
+    """`t` where `keep`, 0 elsewhere (linear in t)."""
+    return _ew.select_n_p.bind(keep, zeros(t.aval), t)
+
+
+def _eq(x, y):
+    return _bw.eq_p.bind(x, y)
+
+
+def _scatter_params(dimension_numbers, mode, indices_are_sorted, unique_indices) -> dict:
+    return {"dimension_numbers": dimension_numbers, "mode": mode, "indices_are_sorted": indices_are_sorted,
+            "unique_indices": unique_indices}  # fmt: skip
+
+
+# gather: linear in the operand. Its tangent reads 0, not the fill value, out of bounds.
+
+
+def _gather_jvp(primals, tangents, *, fill_value=None, **params):
+    (operand, indices), (t, _) = primals, tangents
+    ans = gather_p.bind(operand, indices, fill_value=fill_value, **params)
+    if type(t) is Zero:
+        return ans, Zero(ans.aval)
+    return ans, gather_p.bind(t, indices, fill_value=0, **params)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, mode, fill_value=None,
+                      indices_are_sorted=False, unique_indices=False):  # fmt: skip
+    if type(ct) is Zero or not is_undefined(operand):
+        return [None, None]
+    out = scatter_add_p.bind(zeros(operand.aval), indices, ct, dimension_numbers=_scatter_dn_of(dimension_numbers),
+                             mode=_scatter_mode_for_gather(mode), indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices)  # fmt: skip
+    return [out, None]
+
+
+gather_p.jvp, gather_p.transpose = _gather_jvp, _gather_transpose
+
+# scatter_add: linear in operand and updates.
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    (operand, indices, updates), (t_op, _, t_up) = primals, tangents
+    ans = scatter_add_p.bind(operand, indices, updates, **params)
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return ans, Zero(ans.aval)
+    return ans, scatter_add_p.bind(instantiate(t_op), indices, instantiate(t_up), **params)
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted=False,
+                           unique_indices=False):  # fmt: skip
+    if type(ct) is Zero:
+        return [None, None, None]
+    ct_op = ct if is_undefined(operand) else None
+    ct_up = None
+    if is_undefined(updates):
+        ct_up = _gather_back(ct, indices, updates.aval.shape, dimension_numbers, mode, unique_indices, indices_are_sorted)
+    return [ct_op, None, ct_up]
+
+
+scatter_add_p.jvp, scatter_add_p.transpose = _scatter_add_jvp, _scatter_add_transpose
+
+# scatter (set): with unique indices it is linear in (operand, updates) jointly; otherwise the
+# tangent keeps the operand's where nothing was written and each winning update's elsewhere.
+
+
+def _scatter_ids(updates, dn: ScatterDimensionNumbers):
+    """Ids 1, 2, ... of the scatter's index vectors, broadcast over each update window (updates' shape)."""
+    ids_shape = tuple(1 if i in dn.update_window_dims else n for i, n in enumerate(updates.shape))
+    count = math.prod(ids_shape)
+    dtype = dtypes.int32 if count < 2**31 - 1 else dtypes.int64
+    ids = _ew.add_p.bind(_st.iota_p.bind(dtype=dtype, shape=(count,), dimension=0), _full(ShapedArray((), dtype, True), 1))
+    ids = _st.reshape_p.bind(ids, new_sizes=ids_shape, dimensions=None)
+    return broadcast_to(ids, tuple(updates.shape))
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, mode, indices_are_sorted=False, unique_indices=False):
+    (operand, indices, updates), (t_op, _, t_up) = primals, tangents
+    params = _scatter_params(dimension_numbers, mode, indices_are_sorted, unique_indices)
+    ans = scatter_p.bind(operand, indices, updates, **params)
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return ans, Zero(ans.aval)
+    if unique_indices:
+        return ans, scatter_p.bind(instantiate(t_op), indices, instantiate(t_up), **params)
+    ids = _scatter_ids(updates, dimension_numbers)
+    written = scatter_p.bind(zeros(ShapedArray(operand.shape, ids.dtype, False)), indices, ids, **params)
+    winners = _gather_back(written, indices, updates.shape, dimension_numbers, mode)
+    kept = _eq(written, zeros(written.aval))  # operand elements no update overwrote
+    won = _eq(winners, ids)  # the updates that were written last
+    t_op = zeros(operand.aval) if type(t_op) is Zero else _mask(kept, t_op)
+    t_up = zeros(updates.aval) if type(t_up) is Zero else _mask(won, t_up)
+    return ans, scatter_add_p.bind(t_op, indices, t_up, **params)
+
+
+def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted=False,
+                       unique_indices=False):  # fmt: skip
+    if not unique_indices:
+        raise EmberError("scatter: transposable only with unique_indices=True (which duplicate update wins is the "
+                         "backend's choice, as in JAX); differentiate it with ember.grad/vjp instead, or use scatter_add")
+    if type(ct) is Zero:
+        return [None, None, None]
+    params = _scatter_params(dimension_numbers, mode, indices_are_sorted, unique_indices)
+    ct_op = scatter_p.bind(ct, indices, zeros(updates.aval), **params) if is_undefined(operand) else None
+    ct_up = None
+    if is_undefined(updates):
+        ct_up = _gather_back(ct, indices, updates.aval.shape, dimension_numbers, mode, unique_indices, indices_are_sorted)
+    return [ct_op, None, ct_up]
+
+
+scatter_p.jvp, scatter_p.transpose = _scatter_jvp, _scatter_transpose
+
+# scatter_mul: out = operand * (the product of the updates landing on each element). The
+# updates' part is operand * scatter_add(t * the product of the *other* updates at the same
+# element). That product is computed without dividing by zero, and so that its own derivative
+# (grad of grad) is right at zero factors too: (the product of the other nonzero factors) times
+# 1 when no other factor is zero, the other zero factor when one is (0, with its tangent), and
+# 0 when more are (its first derivative is 0 too).
+
+
+def _product_of_others(operand, indices, updates, dimension_numbers, mode, params):
+    def at_each_update(values, combine, init):
+        total = combine.bind(_full(operand.aval, init), indices, values, **params)
+        return _gather_back(total, indices, updates.shape, dimension_numbers, mode)
+
+    is_zero = _eq(updates, zeros(updates.aval))
+    one = _full(updates.aval, 1)
+    nonzero = _ew.select_n_p.bind(is_zero, updates, one)  # the zero factors read as 1 (tangent 0)
+    nonzero_others = _ew.div_p.bind(at_each_update(nonzero, scatter_mul_p, 1), nonzero)
+    zeros_others = _ew.sub_p.bind(at_each_update(_mask(is_zero, one), scatter_add_p, 0), _mask(is_zero, one))
+    zero_others = _ew.sub_p.bind(at_each_update(_mask(is_zero, updates), scatter_add_p, 0), _mask(is_zero, updates))
+    zero_factor = _ew.select_n_p.bind(_eq(zeros_others, zeros(zeros_others.aval)),
+                                      _mask(_eq(zeros_others, one), zero_others), one)  # fmt: skip
+    return _ew.mul_p.bind(nonzero_others, zero_factor)
+
+
+def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, mode, indices_are_sorted=False, unique_indices=False):
+    (operand, indices, updates), (t_op, _, t_up) = primals, tangents
+    params = _scatter_params(dimension_numbers, mode, indices_are_sorted, unique_indices)
+    ans = scatter_mul_p.bind(operand, indices, updates, **params)
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return ans, Zero(ans.aval)
+    out = None
+    if type(t_op) is not Zero:
+        out = scatter_mul_p.bind(t_op, indices, updates, **params)
+    if type(t_up) is not Zero:
+        if not unique_indices:
+            t_up = _ew.mul_p.bind(t_up, _product_of_others(operand, indices, updates, dimension_numbers, mode, params))
+        part = _ew.mul_p.bind(operand, scatter_add_p.bind(zeros(operand.aval), indices, t_up, **params))
+        out = part if out is None else _ew.add_p.bind(out, part)
+    return ans, out
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted=False,
+                           unique_indices=False):  # fmt: skip
+    if is_undefined(updates):
+        raise EmberError("scatter_mul: not linear in its updates; its transpose takes the operand's cotangent only")
+    if type(ct) is Zero or not is_undefined(operand):
+        return [None, None, None]
+    return [scatter_mul_p.bind(ct, indices, updates, dimension_numbers=dimension_numbers, mode=mode,
+                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices), None, None]  # fmt: skip
+
+
+scatter_mul_p.jvp, scatter_mul_p.transpose = _scatter_mul_jvp, _scatter_mul_transpose
+
+# scatter_min / scatter_max: each output element's tangent is the mean of the tangents of the
+# values that attain it (the operand's and the updates' there), as JAX's (ties share evenly).
+
+
+def _scatter_extremum_jvp(prim):
+    def jvp(primals, tangents, *, dimension_numbers, mode, indices_are_sorted=False, unique_indices=False):
+        (operand, indices, updates), (t_op, _, t_up) = primals, tangents
+        params = _scatter_params(dimension_numbers, mode, indices_are_sorted, unique_indices)
+        ans = prim.bind(operand, indices, updates, **params)
+        if type(t_op) is Zero and type(t_up) is Zero:
+            return ans, Zero(ans.aval)
+        kept = _eq(operand, ans)
+        won = _eq(updates, _gather_back(ans, indices, updates.shape, dimension_numbers, mode))
+        one_op, one_up = _full(operand.aval, 1), _full(updates.aval, 1)
+        count = scatter_add_p.bind(_mask(kept, one_op), indices, _mask(won, one_up), **params)
+        count = _ew.max_p.bind(count, one_op)  # 0 only where the result is NaN
+        t_op = zeros(operand.aval) if type(t_op) is Zero else _mask(kept, t_op)
+        t_up = zeros(updates.aval) if type(t_up) is Zero else _mask(won, t_up)
+        return ans, _ew.div_p.bind(scatter_add_p.bind(t_op, indices, t_up, **params), count)
+
+    return jvp
+
+
+scatter_min_p.jvp = _scatter_extremum_jvp(scatter_min_p)
+scatter_max_p.jvp = _scatter_extremum_jvp(scatter_max_p)
+
+# dynamic_slice and dynamic_update_slice: linear in the operand (and the update); both clamp
+# their starts the same way, so each one's transpose is the other.
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    (operand, *starts), (t, *_) = primals, tangents
+    ans = dynamic_slice_p.bind(operand, *starts, slice_sizes=slice_sizes)
+    if type(t) is Zero:
+        return ans, Zero(ans.aval)
+    return ans, dynamic_slice_p.bind(t, *starts, slice_sizes=slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
+    if type(ct) is Zero or not is_undefined(operand):
+        return [None] * (1 + len(starts))
+    return [dynamic_update_slice_p.bind(zeros(operand.aval), ct, *starts)] + [None] * len(starts)
+
+
+def _dynamic_update_slice_jvp(primals, tangents):
+    (operand, update, *starts), (t_op, t_up, *_) = primals, tangents
+    ans = dynamic_update_slice_p.bind(operand, update, *starts)
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return ans, Zero(ans.aval)
+    return ans, dynamic_update_slice_p.bind(instantiate(t_op), instantiate(t_up), *starts)
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *starts):
+    if type(ct) is Zero:
+        return [None] * (2 + len(starts))
+    ct_op = dynamic_update_slice_p.bind(ct, zeros(update.aval), *starts) if is_undefined(operand) else None
+    ct_up = dynamic_slice_p.bind(ct, *starts, slice_sizes=tuple(update.aval.shape)) if is_undefined(update) else None
+    return [ct_op, ct_up] + [None] * len(starts)
+
+
+dynamic_slice_p.jvp, dynamic_slice_p.transpose = _dynamic_slice_jvp, _dynamic_slice_transpose
+dynamic_update_slice_p.jvp, dynamic_update_slice_p.transpose = _dynamic_update_slice_jvp, _dynamic_update_slice_transpose
+
 __all__ = [
     "GatherDimensionNumbers",
     "GatherScatterMode",

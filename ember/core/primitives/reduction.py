@@ -54,11 +54,11 @@ argmin_p = _arg_reducer("argmin")
 
 # --- differentiation rules ------------------------------------------------------------------
 
-from ember.core.ad import deflinear, defnondiff  # noqa: E402
-from ember.core.primitives import bitwise as _bw  # noqa: E402
-from ember.core.primitives import elementwise as _ew  # noqa: E402
-from ember.core.primitives import sorting as _so  # noqa: E402
-from ember.core.primitives import structural as _st  # noqa: E402
+from ember.core.ad import deflinear, defnondiff
+from ember.core.primitives import bitwise as _bw
+from ember.core.primitives import elementwise as _ew
+from ember.core.primitives import sorting as _so
+from ember.core.primitives import structural as _st
 
 
 def _kept(ndim: int, axes) -> tuple[int, ...]:
@@ -79,7 +79,7 @@ def _chooser_jvp(prim):
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, axes=axes)
         hits = _ew.convert_element_type_p.bind(_bw.eq_p.bind(x, _expand_back(ans, x.shape, axes)), new_dtype=x.dtype, weak_type=False)
-        counts = reduce_sum_p.bind(hits, axes=axes)
+        counts = _ew._where_zero(reduce_sum_p.bind(hits, axes=axes), 1)  # empty reductions: tangent 0
         return ans, _ew.div_p.bind(reduce_sum_p.bind(_ew.mul_p.bind(t, hits), axes=axes), counts)
 
     return jvp

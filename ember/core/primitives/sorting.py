@@ -12,7 +12,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.primitive import Primitive
 from ember.core.primitives._rules import FLOATING, NUMERIC, REAL, DTypes, check_axes, check_dtype
-from ember.errors import InvalidArgumentError, ShapeError
+from ember.errors import EmberError, InvalidArgumentError, ShapeError
 
 # --- sort ------------------------------------------------------------------------------------
 
@@ -85,5 +85,156 @@ cummax_p = _cumulative("cummax", NUMERIC)  # complex: lexicographic, as lax.max
 cummin_p = _cumulative("cummin", NUMERIC)
 # cumlogsumexp: out[i] = log(sum_{j <= i} exp(x[j])), computed without overflow.
 cumlogsumexp_p = _cumulative("cumlogsumexp", FLOATING)
+
+# --- differentiation rules ------------------------------------------------------------------
+# Written with primitives only, so that they compose with every transform (grad of grad). A
+# permutation is applied to a tangent by sorting the tangent as a payload behind constant keys;
+# that sort is linear in its payloads, and its transpose sorts the cotangent back behind the
+# permutation (a second sort, again linear in the payload). The scans' tangents solve the linear
+# recurrence y[i] = a[i] y[i-1] + b[i], which is exact where x has zeros or ties.
+
+import numpy as np
+
+from ember.core.ad import Zero, deflinear, instantiate, is_undefined, zeros
+from ember.core.array import wrap
+from ember.core.primitives import bitwise as _bw
+from ember.core.primitives import elementwise as _ew
+from ember.core.primitives import structural as _st
+
+
+def _iota_along(shape, dimension: int):
+    dtype = dtypes.int32 if shape[dimension] < 2**31 else dtypes.int64
+    return _st.iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=dimension)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # Every output is its operand permuted by the keys' sorting permutation, so each tangent is
+    # permuted the same way: sorted as a payload behind the (constant) keys, by the same sort.
+    params = {"dimension": dimension, "is_stable": is_stable, "num_keys": num_keys}
+    ans = sort_p.bind(*primals, **params)
+    live = [i for i, t in enumerate(tangents) if type(t) is not Zero and dtypes.is_inexact(primals[i].dtype)]
+    out = [Zero(a.aval) for a in ans]
+    if live:
+        moved = sort_p.bind(*primals[:num_keys], *[instantiate(tangents[i]) for i in live], **params)[num_keys:]
+        for i, t in zip(live, moved):
+            out[i] = t
+    return ans, out
+
+
+def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
+    keys = operands[:num_keys]
+    if any(is_undefined(k) for k in keys):
+        raise EmberError("sort: not linear in its keys; only the operands after the keys can be transposed")
+    out = [None] * len(operands)
+    live = [i for i in range(num_keys, len(operands))
+            if is_undefined(operands[i]) and type(cts[i]) is not Zero]  # fmt: skip
+    if not live:
+        return out
+    # perm[j] is the operand position that lands at j; sorting the cotangent by perm sends it back.
+    shape = keys[0].shape
+    perm = sort_p.bind(*keys, _iota_along(shape, dimension), dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)[-1]  # fmt: skip
+    back = sort_p.bind(perm, *[cts[i] for i in live], dimension=dimension, is_stable=False, num_keys=1)[1:]
+    for i, ct in zip(live, back):
+        out[i] = ct
+    return out
+
+
+sort_p.jvp = _sort_jvp
+sort_p.transpose = _sort_transpose
+
+
+def _top_k_jvp(primals, tangents, *, k):
+    # top_k's order is the stable descending one (NaN largest, ties lower index first): the
+    # reverse of a stable ascending sort of the reversed last axis. The tangent is carried through
+    # that sort as a payload and cut to the first k.
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k)
+    last = x.ndim - 1
+    flipped = _st.rev_p.bind(x, dimensions=(last,))
+    carried = sort_p.bind(flipped, _st.rev_p.bind(t, dimensions=(last,)), dimension=last, is_stable=True, num_keys=1)[1]
+    ordered = _st.rev_p.bind(carried, dimensions=(last,))
+    tangent = _st.slice_p.bind(ordered, start_indices=(0,) * x.ndim, limit_indices=(*x.shape[:-1], k), strides=None)
+    return [values, indices], [tangent, Zero(indices.aval)]
+
+
+top_k_p.jvp = _top_k_jvp
+
+deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+
+
+def _shift(v, axis: int, by: int, reverse: bool, fill):
+    """v moved `by` places along `axis` (towards the end, or the start when `reverse`), `fill` coming in."""
+    if by >= v.shape[axis]:  # nothing of v stays (and pad's kernel cannot crop more than the operand has)
+        return _st.broadcast_in_dim_p.bind(_scalar(v, fill), shape=v.shape, broadcast_dimensions=())
+    config = [(0, 0, 0)] * v.ndim
+    config[axis] = (-by, by, 0) if reverse else (by, -by, 0)
+    return _st.pad_p.bind(v, _scalar(v, fill), padding_config=tuple(config))
+
+
+def _scalar(v, value):
+    return wrap(np.asarray(value, dtype=v.dtype), v.weak_type)
+
+
+def _linear_recurrence(a, b, axis: int, reverse: bool):
+    """y with y[i] = a[i] y[i-1] + b[i] and y[-1] = 0 along `axis` (from the end when `reverse`).
+
+    A log-depth doubling scan of affine maps: after the step with shift s, position i holds the
+    composition over the window (i - 2s, i]. Linear in b; the coefficients come from `a` alone.
+    """
+    n = a.shape[axis]
+    y, coef, s = b, a, 1
+    while s < n:
+        y = _ew.add_p.bind(y, _ew.mul_p.bind(coef, _shift(y, axis, s, reverse, 0)))
+        if 2 * s < n:
+            coef = _ew.mul_p.bind(coef, _shift(coef, axis, s, reverse, 1))
+        s *= 2
+    return y
+
+
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    # d out[i] = x[i] d out[i-1] + out[i-1] t[i], with out[-1] = 1: no division by x.
+    (x,), (t,) = primals, tangents
+    ans = cumprod_p.bind(x, axis=axis, reverse=reverse)
+    exclusive = _shift(ans, axis, 1, reverse, 1)
+    return ans, _linear_recurrence(x, _ew.mul_p.bind(exclusive, t), axis, reverse)
+
+
+def _cumulative_chooser_jvp(prim):
+    # out[i] is x at the last position j <= i where x[j] == out[j] (a new running max/min; the
+    # latest among ties, whose value is the primal's too), so the tangent is t there:
+    # y[i] = t[i] where x[i] attains, else y[i-1].
+    def jvp(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        attains = _bw.or_p.bind(_bw.eq_p.bind(x, ans), _bw.ne_p.bind(x, x))  # a NaN propagates from where it is
+        hit = _ew.convert_element_type_p.bind(attains, new_dtype=t.dtype, weak_type=False)
+        keep = _ew.sub_p.bind(_scalar(hit, 1), hit)
+        return ans, _linear_recurrence(keep, _ew.mul_p.bind(hit, t), axis, reverse)
+
+    return jvp
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+    # d out[i] = sum_{j <= i} t[j] exp(x[j] - out[i]) = y[i] with y[i] = a[i] y[i-1] + w[i] t[i],
+    # w = exp(x - out) and a[i] = exp(out[i-1] - out[i]) (0 at the first): no factor exceeds 1.
+    # A -inf in x (or a prefix of them in out) weighs 0, not exp(-inf - -inf).
+    (x,), (t,) = primals, tangents
+    ans = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    previous = _shift(ans, axis, 1, reverse, -np.inf)
+    weight = _zero_at_minus_inf(x, _ew.exp_p.bind(_ew.sub_p.bind(x, ans)))
+    decay = _zero_at_minus_inf(previous, _ew.exp_p.bind(_ew.sub_p.bind(previous, ans)))
+    return ans, _linear_recurrence(decay, _ew.mul_p.bind(weight, t), axis, reverse)
+
+
+def _zero_at_minus_inf(where, value):
+    """`value`, with 0 where `where` is -inf."""
+    return _ew.select_n_p.bind(_bw.eq_p.bind(where, _scalar(where, -np.inf)), value, zeros(value.aval))
+
+
+cumprod_p.jvp = _cumprod_jvp
+cummax_p.jvp = _cumulative_chooser_jvp(cummax_p)
+cummin_p.jvp = _cumulative_chooser_jvp(cummin_p)
+cumlogsumexp_p.jvp = _cumlogsumexp_jvp
 
 __all__ = [n for n in dir() if n.endswith("_p")]

@@ -204,7 +204,7 @@ slice_p.abstract_eval = _slice_rule
 # All of these primitives are linear: their jvp applies them to the tangents (core/ad.py's
 # `deflinear`), and the transposes below move the cotangent back to the operand's layout.
 
-from ember.core.ad import deflinear, is_undefined  # noqa: E402
+from ember.core.ad import deflinear, is_undefined
 
 
 def _zero_scalar(x):
