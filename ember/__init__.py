@@ -28,6 +28,7 @@ from ember.transforms import (
     remat,
     value_and_grad,
     vjp,
+    vmap,
 )
 
 __version__ = "0.1.0"
@@ -47,4 +48,4 @@ def devices(platform: str | None = None) -> list[Device]:
 
 __all__ = ["Array", "Device", "__version__", "checkpoint", "checkpoint_policies", "config", "custom_jvp", "custom_vjp",
            "devices", "errors", "grad", "jvp", "lax", "linear_transpose", "linearize", "numpy", "remat", "test_util",
-           "tree", "value_and_grad", "vjp"]  # fmt: skip
+           "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip

@@ -93,6 +93,7 @@ class OpInfo:
       points at which the function is not differentiable (default: the eager samples with
       non-finite, huge or tiny values left out)
     ad_tol: {dtype: (rtol, atol)} overrides of AD_TOLERANCES
+    ad_unsupported: {dtype: reason} dtypes the autodiff columns leave out, and why
     """
 
     name: str
@@ -111,6 +112,7 @@ class OpInfo:
     nondiff: str = ""
     ad_samples: Callable[[np.random.Generator, np.dtype], list[Sample]] | None = None
     ad_tol: dict = dataclasses.field(default_factory=dict)
+    ad_unsupported: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
@@ -146,6 +148,10 @@ def _moderate(a) -> bool:
     mag = np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
     return bool(np.isfinite(mag).all() and ((mag == 0) | ((mag >= 1e-4) & (mag <= 1e4))).all())
 
+
+# Functions with jumps (rounding, remainders, exponents): random bfloat16/float16 samples land on the
+# jumps (integers, powers of two) too often for finite differences; the wider dtypes check the same rule.
+COARSE_GRID = {BF16: "bfloat16 samples fall on the function's jumps", np.dtype(np.float16): "float16 samples fall on the function's jumps"}
 
 # Autodiff columns (rtol, atol) per dtype: derivatives against central finite differences
 # computed in float64, and the vjp/jvp dot-product identity.

@@ -15,6 +15,7 @@ import numpy as np
 from op_db import (
     ALL,
     BF16,
+    COARSE_GRID,
     BOOL,
     BOOL_INT_ONLY,
     FLOATING,
@@ -219,8 +220,9 @@ _ufunc("round", NUMERIC, ROUND_BOOL, aliases=("around",),
        samples=lambda rng, d: [Sample((make_array(rng, s, d, -100, 100),), {"decimals": n})
                                for s in ((), (0,), (2, 3)) for n in (0, 1, 2, -1)] + [Sample((_ties(d),))],
        ad_samples=lambda rng, d: [Sample((make_array(rng, (2, 3), d, -100, 100),), {"decimals": n})
-                                  for n in (0, 1, -1)])  # no ties: rounding jumps there  # fmt: skip
-_ufunc("modf", NOT_COMPLEX, NO_COMPLEX, ref=_float64_ints(np.modf), out=to_float, specials=True)
+                                  for n in (0, 1, -1)],  # no ties: rounding jumps there
+       ad_unsupported=COARSE_GRID)  # fmt: skip
+_ufunc("modf", NOT_COMPLEX, NO_COMPLEX, ref=_float64_ints(np.modf), out=to_float, specials=True, ad_unsupported=COARSE_GRID)
 
 
 # --- floating-point manipulation ---------------------------------------------------------------------------------
@@ -243,7 +245,7 @@ def _frexp_part(i):
 _FREXP_SAMPLES = with_specials(_plus(unary_samples(-1000, 1000), lambda rng, d: [Sample((_extremes(d),))]))
 register(
     OpInfo("enp.frexp", _frexp_part(0)[0], _frexp_part(0)[1], NOT_COMPLEX, _FREXP_SAMPLES, NO_COMPLEX, out_dtype=to_float,
-           ref_in_dtype=True, tol={d: (0, 0) for d in FLOATING}),
+           ref_in_dtype=True, tol={d: (0, 0) for d in FLOATING}, ad_unsupported=COARSE_GRID),
     # The runner checks one result dtype per entry: frexp's int32 exponent gets an entry of its own.
     OpInfo("enp.frexp.exponent", _frexp_part(1)[0], _frexp_part(1)[1], NOT_COMPLEX, _FREXP_SAMPLES, NO_COMPLEX,
            out_dtype=lambda d: np.dtype(np.int32), ref_in_dtype=True),

@@ -7,6 +7,7 @@ import scipy.special as sc
 from op_db import (
     ALL,
     BF16,
+    COARSE_GRID,
     BOOL,
     BOOL_INT_ONLY,
     COMPLEX,
@@ -153,7 +154,7 @@ _elementwise("mul", lambda x, y: np.multiply(x, y), ALL, "", nin=2, ref_in_dtype
 _elementwise("div", _trunc_div, NUMERIC, NO_BOOL, nin=2, samples=binary_samples(rhs_nonzero=True), ref_in_dtype=True,
              tol={d: (1e-2, 1e-2) for d in LOW})  # fmt: skip
 _elementwise("rem", np.fmod, REAL_NUMERIC, "C's fmod: defined for real numbers (no bool)", nin=2,
-             samples=binary_samples(rhs_nonzero=True))  # fmt: skip
+             samples=binary_samples(rhs_nonzero=True), ad_unsupported=COARSE_GRID)  # fmt: skip
 _elementwise("pow", np.power, INEXACT, INEXACT_ONLY, nin=2, samples=binary_samples(0.1, 3.0),
              tol={np.dtype(np.complex64): (1e-5, 1e-5)})  # fmt: skip
 _elementwise("max", np.maximum, ALL, "", nin=2, samples=with_specials(binary_samples()), prims=("max",), ref_in_dtype=True)

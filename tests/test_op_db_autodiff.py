@@ -33,7 +33,7 @@ def _cells(column: str, dtypes):
         if column not in op.transforms:
             continue
         for dtype in dtypes:
-            if dtype in op.dtypes:
+            if dtype in op.dtypes and dtype not in op.ad_unsupported:
                 marks = () if dtype in CI_DTYPES else (pytest.mark.full,)
                 cells.append(pytest.param(op, dtype, id=f"{op.name}-{dtype.name}", marks=marks))
     return cells
@@ -152,13 +152,13 @@ def test_vjp_is_the_transpose_of_jvp(op, dtype):
             fn, primals = _function(op, sample)
             tangents = [_random_like(rng, p) for p in primals]
             outs, out_tangents = ember.jvp(fn, tuple(primals), tuple(tangents))
-            # Cotangents vanish where an output is not finite (no derivative there).
-            cts = [np.where(_finite_values(o), _random_like(rng, np.asarray(o)), 0).astype(o.dtype)
-                   if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype) for o in outs]  # fmt: skip
+            if not all(_finite_values(o).all() for o in outs if np.dtype(o.dtype).kind in "fcV"):
+                continue  # no derivative where the value is not finite (the jvp column checks the rest)
+            cts = [_random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype)
+                   for o in outs]  # fmt: skip
             _, f_vjp = ember.vjp(fn, *primals)
             in_cts = f_vjp(cts)
-            pairs_out = [(c, np.where(_finite_values(o), _wide(t), 0)) for c, t, o in zip(cts, out_tangents, outs)
-                         if np.dtype(o.dtype).kind in "fcV"]  # fmt: skip
+            pairs_out = [(c, t) for c, t, o in zip(cts, out_tangents, outs) if np.dtype(o.dtype).kind in "fcV"]
             lhs = sum(np.real(np.sum(_wide(c) * _wide(t))) for c, t in pairs_out)
             rhs = sum(np.real(np.sum(_wide(c) * _wide(t))) for c, t in zip(in_cts, tangents))
             scale = sum(np.sum(np.abs(_wide(c) * _wide(t))) for c, t in pairs_out) + sum(

@@ -15,6 +15,7 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.array import wrap
+from ember.core.batching import defbroadcasting
 from ember.core.primitive import Primitive
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 
@@ -133,6 +134,7 @@ class Elementwise(Primitive):
         self.keeps_weak = keeps_weak and result is same
         self._fast = {d: result(d) for d in allowed.members}
         self.abstract_eval = self._abstract_eval
+        defbroadcasting(self)  # operands broadcast like NumPy's, so one batching rule fits them all
 
     def _abstract_eval(self, *avals: ShapedArray, **params) -> ShapedArray:
         dtype = check_same_dtypes(self.name, avals)

@@ -95,3 +95,30 @@ defjvp(dot_general_p,
        lambda t, ans, lhs, rhs, **params: dot_general_p.bind(t, rhs, **params),
        lambda t, ans, lhs, rhs, **params: dot_general_p.bind(lhs, t, **params))  # fmt: skip
 dot_general_p.transpose = _dot_general_transpose
+
+
+# --- batching rule ----------------------------------------------------------------------------
+# Both operands batched: the batch axis becomes a dot_general batch dimension. One batched: it is a
+# free dimension of that operand, and the output says where it landed. Nothing is broadcast.
+
+from ember.core.batching import move_axis, not_mapped, shift_axes  # noqa: E402
+
+
+def _dot_general_batch(size, args, dims, *, dimension_numbers, **params):
+    (lhs, rhs), (dl, dr) = args, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if dl is not not_mapped and dr is not not_mapped:
+        lhs, rhs = move_axis(lhs, dl, 0), move_axis(rhs, dr, 0)
+        numbers = ((shift_axes(lc), shift_axes(rc)), ((0, *shift_axes(lb)), (0, *shift_axes(rb))))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), 0
+    if dl is not not_mapped:
+        lhs = move_axis(lhs, dl, 0)
+        numbers = ((shift_axes(lc), tuple(rc)), (shift_axes(lb), tuple(rb)))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), len(lb)
+    rhs = move_axis(rhs, dr, 0)
+    numbers = ((tuple(lc), shift_axes(rc)), (tuple(lb), shift_axes(rb)))
+    lhs_free = lhs.ndim - len(lc) - len(lb)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), len(lb) + lhs_free
+
+
+dot_general_p.batch = _dot_general_batch

@@ -429,4 +429,47 @@ convert_element_type_p.jvp = _convert_jvp
 convert_element_type_p.transpose = lambda ct, x, **params: [
     convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]  # fmt: skip
 
+# --- batching rules ---------------------------------------------------------------------------
+# Elementwise primitives broadcast like NumPy, so a batched operand only needs its batch axis first.
+
+# (Every `Elementwise` primitive gets its broadcasting rule when it is created, in _rules.py.)
+from ember.core.batching import batch_at_front, defvectorized  # noqa: E402
+
+for _prim in (convert_element_type_p, reduce_precision_p, copy_p, stop_gradient_p):
+    defvectorized(_prim)
+
+
+def _bitcast_batch(size, args, dims, *, new_dtype):
+    # A wider or narrower dtype adds or removes a last axis: keep the batch axis in front of it.
+    (x,), (d,) = args, dims
+    x = _st.transpose_p.bind(x, permutation=(d, *[i for i in range(x.ndim) if i != d])) if d != 0 else x
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), 0
+
+
+bitcast_convert_type_p.batch = _bitcast_batch
+
+
+@batch_at_front
+def _select_n_batch(size, args):
+    # Cases must share one shape and the predicate be () or that shape: all get the batch axis first.
+    which, *cases = args
+    shape = cases[0].shape
+    if which.shape != shape:
+        which = _st.broadcast_in_dim_p.bind(which, shape=shape, broadcast_dimensions=tuple(range(which.ndim)))
+    return select_n_p.bind(which, *cases), 0
+
+
+select_n_p.batch = _select_n_batch
+
+
+@batch_at_front
+def _clamp_batch(size, args):
+    lo, x, hi = args
+    lo, hi = (b if b.shape == x.shape else _st.broadcast_in_dim_p.bind(b, shape=x.shape, broadcast_dimensions=(0,))
+              for b in (lo, hi))  # fmt: skip
+    return clamp_p.bind(lo, x, hi), 0
+
+
+clamp_p.batch = _clamp_batch
+
 __all__ = [name for name in dir() if name.endswith("_p")] + ["broadcast_shapes"]

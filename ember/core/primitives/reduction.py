@@ -123,3 +123,18 @@ reduce_prod_p.jvp = _reduce_prod_jvp
 defnondiff(reduce_and_p, reduce_or_p, argmax_p, argmin_p)
 
 __all__ = [n for n in dir() if n.endswith("_p")]
+
+# --- batching rules: the batch axis goes first, reduced axes shift past it ----------------------
+
+from ember.core.batching import move_axis, shift_axes  # noqa: E402
+
+
+def _reducer_batch(prim):
+    def batch(size, args, dims, *, axes, **params):
+        return prim.bind(move_axis(args[0], dims[0], 0), axes=shift_axes(axes), **params), 0
+
+    prim.batch = batch
+
+
+for _prim in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, argmax_p, argmin_p):
+    _reducer_batch(_prim)

@@ -291,3 +291,62 @@ deflinear(rev_p, lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensions=dimensi
 deflinear(concatenate_p, _concatenate_transpose)
 deflinear(pad_p, _pad_transpose)
 deflinear(slice_p, _slice_transpose)
+
+
+# --- batching rules ---------------------------------------------------------------------------
+# The batch axis goes first and every axis parameter shifts by one.
+
+from ember.core.batching import batch_at_front, bdim_to_front, move_axis, not_mapped, shift_axes  # noqa: E402
+
+
+def _front(x, d):
+    return move_axis(x, d, 0)
+
+
+def _broadcast_in_dim_batch(size, args, dims, *, shape, broadcast_dimensions):
+    x = _front(args[0], dims[0])
+    return broadcast_in_dim_p.bind(x, shape=(size, *shape), broadcast_dimensions=(0, *shift_axes(broadcast_dimensions))), 0
+
+
+def _reshape_batch(size, args, dims, *, new_sizes, dimensions):
+    x = _front(args[0], dims[0])
+    if dimensions is not None:
+        x = transpose_p.bind(x, permutation=(0, *shift_axes(dimensions)))
+    return reshape_p.bind(x, new_sizes=(size, *new_sizes), dimensions=None), 0
+
+
+broadcast_in_dim_p.batch = _broadcast_in_dim_batch
+reshape_p.batch = _reshape_batch
+transpose_p.batch = lambda size, args, dims, *, permutation: (
+    transpose_p.bind(_front(args[0], dims[0]), permutation=(0, *shift_axes(permutation))), 0)
+squeeze_p.batch = lambda size, args, dims, *, dimensions: (
+    squeeze_p.bind(_front(args[0], dims[0]), dimensions=shift_axes(dimensions)), 0)
+expand_dims_p.batch = lambda size, args, dims, *, dimensions: (
+    expand_dims_p.bind(_front(args[0], dims[0]), dimensions=shift_axes(dimensions)), 0)
+rev_p.batch = lambda size, args, dims, *, dimensions: (rev_p.bind(_front(args[0], dims[0]), dimensions=shift_axes(dimensions)), 0)
+concatenate_p.batch = batch_at_front(lambda size, args, *, dimension: (concatenate_p.bind(*args, dimension=dimension + 1), 0))
+slice_p.batch = lambda size, args, dims, *, start_indices, limit_indices, strides=None: (
+    slice_p.bind(_front(args[0], dims[0]), start_indices=(0, *start_indices), limit_indices=(size, *limit_indices),
+                 strides=None if strides is None else (1, *strides)), 0)
+
+
+def _pad_batch(size, args, dims, *, padding_config):
+    (x, value), (dx, dv) = args, dims
+    config = ((0, 0, 0), *padding_config)
+    if dv is not_mapped:
+        return pad_p.bind(bdim_to_front(x, dx, size), value, padding_config=config), 0
+    # A padding value per example: pad with anything, then choose the value where the padding is.
+    import numpy as np
+
+    from ember.core.array import wrap
+    from ember.core.primitives.elementwise import select_n_p
+
+    x = bdim_to_front(x, dx, size)
+    padded = pad_p.bind(x, _zero_scalar(x), padding_config=config)
+    inside = pad_p.bind(wrap(np.ones(x.shape[1:], np.bool_)), wrap(np.zeros((), np.bool_)), padding_config=padding_config)
+    inside = broadcast_in_dim_p.bind(inside, shape=padded.shape, broadcast_dimensions=tuple(range(1, padded.ndim)))
+    values = broadcast_in_dim_p.bind(_front(value, dv), shape=padded.shape, broadcast_dimensions=(0,))
+    return select_n_p.bind(inside, values, padded), 0
+
+
+pad_p.batch = _pad_batch
