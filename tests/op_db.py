@@ -94,6 +94,8 @@ class OpInfo:
       non-finite, huge or tiny values left out)
     ad_tol: {dtype: (rtol, atol)} overrides of AD_TOLERANCES
     ad_unsupported: {dtype: reason} dtypes the autodiff columns leave out, and why
+    needs_concrete: which arguments must be concrete, because the result's shape depends on their
+      values (as in JAX, vmap over them raises ConcretizationError; the vmap column checks that it does)
     """
 
     name: str
@@ -113,6 +115,7 @@ class OpInfo:
     ad_samples: Callable[[np.random.Generator, np.dtype], list[Sample]] | None = None
     ad_tol: dict = dataclasses.field(default_factory=dict)
     ad_unsupported: dict = dataclasses.field(default_factory=dict)
+    needs_concrete: str = ""
 
     def __post_init__(self):
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)

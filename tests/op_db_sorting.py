@@ -360,10 +360,11 @@ register(
     # partition returns one of many valid answers: the op checks NumPy's guarantees on it and the
     # comparison sees it sorted (the same multiset as the reference's full sort).
     OpInfo("enp.partition", lambda x, kth, **k: enp.sort(_partition_op(x, kth, **k), axis=k.get("axis", -1)),
-           _sorted_ref, ALL, _partition_samples, "", primitives=("sort",), ad_samples=_partition_ad_samples),
+           _sorted_ref, ALL, _partition_samples, "", primitives=("sort",), ad_samples=_partition_ad_samples,
+           needs_concrete="kth must be a concrete int (as in NumPy and JAX), and this entry checks the partition guarantee on concrete values"),
     OpInfo("enp.argpartition", lambda x, kth, **k: enp.sort(_argpartition_op(x, kth, **k), axis=k.get("axis", -1)),
            _arange_ref, ALL, _partition_samples, "", primitives=("sort",), out_dtype=_default_int,
-           ad_samples=_partition_ad_samples),
+           ad_samples=_partition_ad_samples, needs_concrete="kth must be a concrete int (as in NumPy and JAX), and this entry checks the partition guarantee on concrete values"),
 )  # fmt: skip
 
 # --- ember.numpy: running sums and products, diff --------------------------------------------------
@@ -535,8 +536,8 @@ register(
            _searchsorted_samples, "", primitives=("sort", "cumsum"), out_dtype=lambda d: INT32,
            ad_samples=_searchsorted_ad_samples),
     OpInfo("enp.unique", lambda x, **k: enp.unique(x, **k), lambda x, **k: _unique_np(x, **k)[0], ALL, _unique_samples,
-           "", primitives=("sort",), ad_samples=_unique_ad_samples),
+           "", primitives=("sort",), ad_samples=_unique_ad_samples, needs_concrete="the input without size=: the number of distinct values sets the result's length"),
     OpInfo("enp.unique[extras]", _unique_extras, lambda x, **k: _unique_np(x, **k)[1:], ALL, _unique_samples, "",
-           primitives=("sort", "cumsum"), out_dtype=_default_int, ad_samples=_unique_ad_samples),
+           primitives=("sort", "cumsum"), out_dtype=_default_int, ad_samples=_unique_ad_samples, needs_concrete="the input without size=: the number of distinct values sets the result's length"),
 )  # fmt: skip
 

@@ -55,17 +55,21 @@ _entry("put_along_axis", lambda a, i, v, axis: enp.put_along_axis(a, i, v, axis,
 _entry("nonzero", lambda a, size=None, fill_value=None: enp.nonzero(a, size=size, fill_value=fill_value), _nonzero_ref,
        lambda rng, d: [Sample((_sparse(rng, (6,), d),)), Sample((_sparse(rng, (3, 4), d),)), Sample((_sparse(rng, (0, 2), d),)),
                        Sample((_sparse(rng, (6,), d), 4)), Sample((_sparse(rng, (2, 3), d), 8, -1))],
-       out_dtype=_int())
+       out_dtype=_int(),
+       needs_concrete="the input when size= is not given: the number of nonzeros sets the result's length")
 _entry("where.indices", lambda a, size=None, fill_value=None: enp.where(a, size=size, fill_value=fill_value),
        _nonzero_ref,
        lambda rng, d: [Sample((_sparse(rng, (3, 4), d),)), Sample((_sparse(rng, (6,), d), 2)),
                        Sample((_sparse(rng, (2, 3), d), 8, 7))],
-       out_dtype=_int())
+       out_dtype=_int(),
+       needs_concrete="the input when size= is not given: the number of nonzeros sets the result's length")
 _entry("flatnonzero", lambda a: enp.flatnonzero(a), np.flatnonzero,
-       lambda rng, d: [Sample((_sparse(rng, (3, 4), d),)), Sample((_sparse(rng, (0,), d),))], out_dtype=_int())
+       lambda rng, d: [Sample((_sparse(rng, (3, 4), d),)), Sample((_sparse(rng, (0,), d),))], out_dtype=_int(),
+       needs_concrete="the input: the number of nonzeros sets the result's length")
 _entry("argwhere", lambda a: enp.argwhere(a), np.argwhere,
        lambda rng, d: [Sample((_sparse(rng, (3, 4), d),)), Sample((_sparse(rng, (5,), d),)), Sample((make_array(rng, (), d),))],
-       out_dtype=_int())
+       out_dtype=_int(),
+       needs_concrete="the input: the number of nonzeros sets the result's length")
 _entry("diagonal", lambda a, *args: enp.diagonal(a, *args), np.diagonal,
        lambda rng, d: [Sample((make_array(rng, (3, 4), d),)), Sample((make_array(rng, (3, 4), d), 1)),
                        Sample((make_array(rng, (3, 4), d), -2)), Sample((make_array(rng, (2, 3, 4), d), 0, 2, 0)),
@@ -88,7 +92,8 @@ _entry("roll", lambda a, s, axis=None: enp.roll(a, s, axis), np.roll,
        primitives=("dynamic_slice", "concatenate"))
 _entry("repeat", lambda a, r, axis=None: enp.repeat(a, r, axis), np.repeat,
        lambda rng, d: [Sample((make_array(rng, (3,), d), 2)), Sample((make_array(rng, (2, 3), d), np.array([1, 0, 2]), 1)),
-                       Sample((make_array(rng, (2, 3), d), 0, 0)), Sample((make_array(rng, (), d), 3))])
+                       Sample((make_array(rng, (2, 3), d), 0, 0)), Sample((make_array(rng, (), d), 3))],
+       needs_concrete="an array of repeats (without total_repeat_length=): its values set the result's length")
 _entry("tile", enp.tile, np.tile,
        lambda rng, d: [Sample((make_array(rng, (3,), d), 2)), Sample((make_array(rng, (2, 3), d), (2, 1))),
                        Sample((make_array(rng, (2,), d), (2, 1, 2))), Sample((make_array(rng, (2,), d), 0))])
