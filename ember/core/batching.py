@@ -17,10 +17,19 @@ from typing import Any
 from ember.core.primitive import PRIMITIVES, Primitive
 
 __all__ = [
-    "bdim_to_front", "defbroadcasting", "defvectorized", "move_axis", "not_mapped", "to_front_all",
+    "axis_rules", "bdim_to_front", "defbroadcasting", "defvectorized", "move_axis", "not_mapped", "to_front_all",
 ]  # fmt: skip
 
 not_mapped = None
+
+# Rules of primitives that name a vmap axis (the collectives: psum, all_gather, axis_index, ...), with the
+# signature ``rule(trace, args, dims, **params) -> (out, out_dim)``. The batching trace calls them for every
+# such primitive, even when no operand is mapped, and hands over itself: the rule compares the primitive's
+# `axis_name` with the trace's (`trace.axis_name`, `trace.axis_size`) to reduce over that axis or to leave
+# it alone. Primitives that carry a function to run later (custom_lin's bwd, remat_lin's block) have such
+# rules too: the batched function they build enters that vmap's trace again when it runs (in the backward
+# pass), so that collectives inside it still find their axis and closed-over batched values stay batched.
+axis_rules: dict[Primitive, Callable[..., Any]] = {}
 
 
 def _p(name: str) -> Primitive:
@@ -71,14 +80,19 @@ def _align_front(x: Any, bdim: int | None, rank: int) -> Any:
 
 def defbroadcasting(primitive: Primitive) -> None:
     """An elementwise primitive whose operands broadcast like NumPy's: batched operands get their
-    batch axis first (padded to the result's rank); unbatched operands are left as they are."""
+    batch axis first (padded to the result's rank); unbatched operands are left as they are.
+    Primitives with several results (all of the broadcast shape) are fine too."""
 
     def batch(size, args, dims, **params):
         if len(args) == 1:
-            return primitive.bind(args[0], **params), dims[0]
-        rank = max((x.ndim - (d is not not_mapped)) for x, d in zip(args, dims))
-        aligned = [x if d is not_mapped else _align_front(x, d, rank) for x, d in zip(args, dims)]
-        return primitive.bind(*aligned, **params), 0
+            out, out_dim = primitive.bind(args[0], **params), dims[0]
+        else:
+            rank = max((x.ndim - (d is not not_mapped)) for x, d in zip(args, dims))
+            aligned = [x if d is not_mapped else _align_front(x, d, rank) for x, d in zip(args, dims)]
+            out, out_dim = primitive.bind(*aligned, **params), 0
+        if primitive.multiple_results:  # every result has the broadcast shape
+            return out, [out_dim] * len(out)
+        return out, out_dim
 
     primitive.batch = batch
 

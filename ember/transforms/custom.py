@@ -380,3 +380,36 @@ def _custom_lin_jvp(primals, tangents, *, num_res, **params):
 
 custom_lin_p.transpose = _custom_lin_transpose
 custom_lin_p.jvp = _custom_lin_jvp
+
+
+# --- batching: custom_lin under vmap ------------------------------------------------------------
+# The batched primitive is custom_lin again, with outputs batched along a new first axis and a bwd
+# that runs the original one on the whole batch (ember.transforms.vmap.batched_bwd). It is an axis
+# rule (it gets the batching trace, also when no operand is mapped) so that bwd runs on that vmap's
+# axis again: a bwd that closes over its batched values or uses collectives over it keeps working in
+# the backward pass.
+
+from ember.core.batching import axis_rules
+from ember.transforms.vmap import batched_bwd, detached_trace
+
+
+def _batch_custom_lin(trace, args, dims, *, num_res, bwd, which, lin_out, n_out, out_avals, name):
+    size = trace.axis_size
+    res_dims = list(dims[:num_res])
+    # Input i's cotangent takes the layout of its tangent operand (summed where that is unmapped).
+    targets: list[Any] = [None] * (max(which) + 1)
+    for k, i in enumerate(which):
+        targets[i] = (dims[num_res + k], args[num_res + k].aval)
+    ct_dims = [0] * n_out
+
+    def bwd_batched(res: Sequence[Array], cts: Sequence[Any]) -> list:
+        return batched_bwd(bwd, trace, res, res_dims, cts, ct_dims, targets)
+
+    avals = tuple(ShapedArray((size, *a.shape), a.dtype, a.weak_type) for a in out_avals)
+    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=_named(bwd_batched, name), which=which, lin_out=lin_out,
+                             n_out=n_out, out_avals=avals, name=name)  # fmt: skip
+    return outs, [0] * len(outs)
+
+
+custom_lin_p.batch = lambda size, args, dims, **params: _batch_custom_lin(detached_trace(size), args, dims, **params)
+axis_rules[custom_lin_p] = _batch_custom_lin

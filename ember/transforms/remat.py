@@ -179,3 +179,53 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
 
 
 remat = checkpoint
+
+
+# --- batching: remat_lin under vmap --------------------------------------------------------------
+# The batched primitive is remat_lin again, of the function vectorized (ember.transforms.vmap.batch_flat:
+# every output with its batch axis first), so that the backward pass still re-runs the block, now on
+# the whole batch. A tangent needs its primal's layout: a primal whose tangent alone is batched is
+# broadcast, and tangents move to their primals' batch axes. It is an axis rule (it gets the batching
+# trace, also when no operand is mapped) so that the re-run block runs on that vmap's axis again: a
+# block closing over its batched values, or using collectives over it, keeps working in the backward
+# pass.
+
+from ember.core.abstract import ShapedArray
+from ember.core.batching import axis_rules, bdim_to_front, move_axis, not_mapped
+from ember.core.primitive import Tracer
+from ember.transforms.vmap import BatchTracer, batch_flat, detached_trace
+
+
+def _batch_remat_lin(trace, args, dims, *, fun, n_in, which, lin_out, out_avals, name):
+    size = trace.axis_size
+    primals, tangents = list(args[:n_in]), list(args[n_in:])
+    pdims, tdims = list(dims[:n_in]), list(dims[n_in:])
+    for k, i in enumerate(which):
+        if pdims[i] is not_mapped and tdims[k] is not not_mapped:
+            primals[i], pdims[i] = bdim_to_front(primals[i], not_mapped, size), 0
+    for k, i in enumerate(which):
+        if pdims[i] is not_mapped:
+            continue
+        if tdims[k] is not_mapped:
+            tangents[k] = move_axis(bdim_to_front(tangents[k], not_mapped, size), 0, pdims[i])
+        else:
+            tangents[k] = move_axis(tangents[k], tdims[k], pdims[i])
+    batched = batch_flat(fun, trace, pdims)
+    avals = tuple(ShapedArray((size, *a.shape), a.dtype, a.weak_type) for a in out_avals)
+    outs = remat_lin_p.bind(*primals, *tangents, fun=batched, n_in=n_in, which=which, lin_out=lin_out, out_avals=avals,
+                            name=name)  # fmt: skip
+    return outs, [0] * len(outs)
+
+
+def _remat_lin_axis_rule(trace, args, dims, **params):
+    if not any(isinstance(x, Tracer) for x in args):
+        # Evaluated right away (forward mode), so nothing is saved or re-run: the block's jvp, run on
+        # this trace's own values (which a block closing over batched values needs).
+        lifted = [BatchTracer(trace, x, d) for x, d in zip(args, dims)]
+        outs = [trace.full_raise(o) for o in _remat_lin_impl(*lifted, **params)]
+        return [o.val for o in outs], [o.bdim for o in outs]
+    return _batch_remat_lin(trace, args, dims, **params)
+
+
+remat_lin_p.batch = lambda size, args, dims, **params: _batch_remat_lin(detached_trace(size), args, dims, **params)
+axis_rules[remat_lin_p] = _remat_lin_axis_rule

@@ -518,3 +518,145 @@ select_and_scatter_add_p.jvp = _linear_in_first(select_and_scatter_add_p)
 select_and_scatter_add_p.transpose = _transpose_to(select_and_gather_add_p)
 select_and_gather_add_p.jvp = _linear_in_first(select_and_gather_add_p)
 select_and_gather_add_p.transpose = _transpose_to(select_and_scatter_add_p)
+
+
+# --- batching rules ---------------------------------------------------------------------------
+# conv_general_dilated (as JAX's _conv_general_dilated_batch_rule): the vmap axis is folded into
+# one of the convolution's own dimensions, and split back out of the result.
+#   lhs batched only: into the lhs batch dimension, so the output batch is (vmap, N). With batch
+#     groups, the lhs batch is (group, N / groups) and the vmap axis goes inside the group:
+#     (group, vmap, N / groups), giving an output batch of (vmap, N / groups).
+#   rhs batched only (per-example kernels): into the kernel's out features, so the output features
+#     are (vmap, O); with feature or batch groups, inside the group: (group, vmap, O / groups), and
+#     the output features (group, vmap, O / groups) are reordered to (vmap, O).
+#   both batched: every example becomes a group of its own. Without batch groups the vmap axis goes
+#     into the lhs features and the kernel's out features (feature_group_count *= size); with them,
+#     into the lhs batch and the kernel's out features (batch_group_count *= size). The output
+#     features are (vmap, O).
+# The windowed reductions and select_and_{scatter,gather}_add: the vmap axis is one more window
+# dimension of size 1 (stride 1, no padding, no dilation) where it already is.
+
+from ember.core.batching import move_axis, not_mapped
+
+
+def _merge_run(x, start: int, count: int):
+    """Reshape `count` adjacent axes of `x` from `start` on into one."""
+    shape = list(x.shape)
+    merged = 1
+    for s in shape[start : start + count]:
+        merged *= s
+    shape[start : start + count] = [merged]
+    return _p("reshape").bind(x, new_sizes=tuple(shape), dimensions=None)
+
+
+def _fold_in(x, bdim: int, axis: int, groups: int = 1):
+    """`x` without its batch axis (at `bdim`), which is folded into `axis` (numbered without the
+    batch axis): that axis of size S becomes one of size groups * B * (S / groups), laid out as
+    (group, batch, S / groups), i.e. (batch, S) when groups == 1."""
+    if groups == 1:
+        return _merge_axis(x, bdim, axis)
+    x = _split_axis(move_axis(x, bdim, 0), axis + 1, groups)  # (B, ..., group, S / groups, ...)
+    x = move_axis(x, 0, axis + 1)  # (..., group, B, S / groups, ...)
+    return _merge_run(x, axis, 3)
+
+
+def _fold_out(out, axis: int, size: int, groups: int = 1):
+    """The inverse of `_fold_in` on a result: `axis`, laid out as (group, batch, rest), becomes a
+    batch axis at `axis` followed by the (group, rest) axis. Returns (out, batch axis)."""
+    if groups == 1:
+        return _split_axis(out, axis, size), axis
+    shape = list(out.shape)
+    shape[axis : axis + 1] = [groups, size, shape[axis] // (groups * size)]
+    out = move_axis(_p("reshape").bind(out, new_sizes=tuple(shape), dimensions=None), axis + 1, axis)
+    return _merge_run(out, axis + 1, 2), axis
+
+
+def _unbatched_aval(x, bdim):
+    aval = x.aval
+    if bdim is not_mapped:
+        return aval
+    return ShapedArray(aval.shape[:bdim] + aval.shape[bdim + 1 :], aval.dtype, aval.weak_type)
+
+
+def _conv_batch(size, args, dims, *, dimension_numbers, feature_group_count=1, batch_group_count=1, **params):
+    (lhs, rhs), (dl, dr) = args, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    fgc, bgc = feature_group_count, batch_group_count
+
+    def conv(new_lhs, new_rhs, fgc, bgc):
+        return conv_general_dilated_p.bind(new_lhs, new_rhs, dimension_numbers=dimension_numbers,
+                                           feature_group_count=fgc, batch_group_count=bgc, **params)  # fmt: skip
+
+    if size == 0:  # no examples: nothing to fold (a group count of 0 is no convolution), only a shape
+        aval = _conv_rule(_unbatched_aval(lhs, dl), _unbatched_aval(rhs, dr), dimension_numbers=dimension_numbers,
+                          feature_group_count=fgc, batch_group_count=bgc, **params)  # fmt: skip
+        zero = _zero_scalar(ShapedArray((), aval.dtype, aval.weak_type))
+        return _p("broadcast_in_dim").bind(zero, shape=(0, *aval.shape), broadcast_dimensions=()), 0
+    if dl is not not_mapped and dr is not not_mapped:
+        new_rhs = _fold_in(rhs, dr, rhs_spec[0])  # out features (example, O)
+        if bgc > 1:  # lhs batch (example, group, N / groups): example-major batch groups
+            out = conv(_fold_in(lhs, dl, lhs_spec[0]), new_rhs, fgc, bgc * size)
+        else:  # lhs features (example, group, I): example-major feature groups
+            out = conv(_fold_in(lhs, dl, lhs_spec[1]), new_rhs, fgc * size, bgc)
+        return _fold_out(out, out_spec[1], size)
+    if dl is not not_mapped:
+        out = conv(_fold_in(lhs, dl, lhs_spec[0], bgc), rhs, fgc, bgc)
+        return _fold_out(out, out_spec[0], size)
+    groups = max(fgc, bgc)
+    out = conv(lhs, _fold_in(rhs, dr, rhs_spec[0], groups), fgc, bgc)
+    return _fold_out(out, out_spec[1], size, groups)
+
+
+conv_general_dilated_p.batch = _conv_batch
+
+
+def _unit_window(at: int, window_dimensions, window_strides, padding, base_dilation, window_dilation) -> dict:
+    """Window parameters with a window dimension of size 1 (stride 1, no padding or dilation)
+    inserted at position `at`: the batch axis, each example reduced on its own."""
+
+    def insert(values, unit):
+        values = list(values)
+        values.insert(at, unit)
+        return tuple(values)
+
+    return {"window_dimensions": insert(window_dimensions, 1), "window_strides": insert(window_strides, 1),
+            "padding": insert((tuple(p) for p in padding), (0, 0)), "base_dilation": insert(base_dilation, 1),
+            "window_dilation": insert(window_dilation, 1)}  # fmt: skip
+
+
+def _window_reducer_batch(prim: Primitive):
+    def batch(size, args, dims, **params):
+        (x,), (d,) = args, dims
+        return prim.bind(x, **_unit_window(d, **params)), d
+
+    prim.batch = batch
+
+
+def _to_axis(x, bdim, at: int, size: int):
+    """`x` with its batch axis at `at`; an unbatched `x` is broadcast along a new axis there."""
+    if bdim is not_mapped:
+        shape = list(x.shape)
+        shape.insert(at, size)
+        kept = tuple(i for i in range(x.ndim + 1) if i != at)
+        return _p("broadcast_in_dim").bind(x, shape=tuple(shape), broadcast_dimensions=kept)
+    return move_axis(x, bdim, at)
+
+
+def _selection_batch(prim: Primitive):
+    # Both operands need the batch axis (the first one's shape is fixed by the operand's): an
+    # unbatched one is broadcast where the other has it. With a batched operand every example
+    # chooses on its own; with an unbatched one the examples share the choice, but the primitive
+    # has no way to take it once for all, so the operand is broadcast (a view in the NumPy backend).
+    def batch(size, args, dims, *, select_prim, **params):
+        (first, operand), (df, do) = args, dims
+        at = do if do is not not_mapped else df
+        first, operand = _to_axis(first, df, at, size), _to_axis(operand, do, at, size)
+        return prim.bind(first, operand, select_prim=select_prim, **_unit_window(at, **params)), at
+
+    prim.batch = batch
+
+
+for _prim in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    _window_reducer_batch(_prim)
+for _prim in (select_and_scatter_add_p, select_and_gather_add_p):
+    _selection_batch(_prim)

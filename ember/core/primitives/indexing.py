@@ -502,6 +502,156 @@ def _dynamic_update_slice_transpose(ct, operand, update, *starts):
 dynamic_slice_p.jvp, dynamic_slice_p.transpose = _dynamic_slice_jvp, _dynamic_slice_transpose
 dynamic_update_slice_p.jvp, dynamic_update_slice_p.transpose = _dynamic_update_slice_jvp, _dynamic_update_slice_transpose
 
+# --- batching rules ---------------------------------------------------------------------------
+# As JAX's (jax/_src/lax/slicing.py), written with ember's own batching dimension numbers. The batch
+# axis goes first in every operand that has one. Operand batched only: it becomes a full-size offset
+# (window) dimension of the slice, indexed by nothing. Indices batched only: it is one more batch
+# dimension of the indices (and of the output). Both: the operand's batch axis and the indices' are
+# paired as operand_batching_dims / start_indices_batching_dims, so each example's indices read (or
+# write) only its own operand. None of these touches the start_index_map / scatter_dims_to_operand_dims
+# dimensions, so the out-of-bounds modes (clip, fill, drop) clamp or drop exactly what each example's
+# call would. A scatter's output is per example whenever anything is batched, so an unbatched operand
+# (or updates, which must cover the batch window) is broadcast first: not in vain. The order of the
+# updates within each example is kept, so duplicate indices resolve (scatter) or accumulate as in
+# the example's own call. dynamic_slice / dynamic_update_slice with the same starts for every example
+# stay dynamic slices (start 0, full size along the batch axis); with per-example starts they become
+# a gather / scatter whose index vectors are the starts, in clip mode, which clamps like they do.
+
+from ember.core.batching import bdim_to_front, move_axis, not_mapped, shift_axes
+
+
+def _gather_batch(size, args, dims, *, dimension_numbers, slice_sizes, mode, fill_value=None, indices_are_sorted=False,
+                  unique_indices=False):  # fmt: skip
+    (operand, indices), (d_op, d_ix) = args, dims
+    dn = dimension_numbers
+    if d_ix is not_mapped:
+        operand = move_axis(operand, d_op, 0)
+        numbers = GatherDimensionNumbers(
+            offset_dims=(0, *shift_axes(dn.offset_dims)), collapsed_slice_dims=shift_axes(dn.collapsed_slice_dims),
+            start_index_map=shift_axes(dn.start_index_map), operand_batching_dims=shift_axes(dn.operand_batching_dims),
+            start_indices_batching_dims=tuple(dn.start_indices_batching_dims))  # fmt: skip
+        out = gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=(size, *slice_sizes), mode=mode,
+                            fill_value=fill_value, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)  # fmt: skip
+        return out, 0
+    indices = move_axis(indices, d_ix, 0)
+    if d_op is not_mapped:
+        # Several examples may read the same element: the batched indices are neither unique nor sorted.
+        numbers = GatherDimensionNumbers(
+            offset_dims=shift_axes(dn.offset_dims), collapsed_slice_dims=tuple(dn.collapsed_slice_dims),
+            start_index_map=tuple(dn.start_index_map), operand_batching_dims=tuple(dn.operand_batching_dims),
+            start_indices_batching_dims=shift_axes(dn.start_indices_batching_dims))  # fmt: skip
+        out = gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=tuple(slice_sizes), mode=mode,
+                            fill_value=fill_value, indices_are_sorted=False, unique_indices=False)  # fmt: skip
+        return out, 0
+    operand = move_axis(operand, d_op, 0)
+    numbers = GatherDimensionNumbers(
+        offset_dims=shift_axes(dn.offset_dims), collapsed_slice_dims=shift_axes(dn.collapsed_slice_dims),
+        start_index_map=shift_axes(dn.start_index_map), operand_batching_dims=(0, *shift_axes(dn.operand_batching_dims)),
+        start_indices_batching_dims=(0, *shift_axes(dn.start_indices_batching_dims)))  # fmt: skip
+    out = gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=(1, *slice_sizes), mode=mode,
+                        fill_value=fill_value, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)  # fmt: skip
+    return out, 0
+
+
+def _scatter_batch(prim):
+    def batch(size, args, dims, *, dimension_numbers, mode, indices_are_sorted=False, unique_indices=False):
+        (operand, indices, updates), (d_op, d_ix, d_up) = args, dims
+        dn = dimension_numbers
+        operand = bdim_to_front(operand, d_op, size)
+        updates = bdim_to_front(updates, d_up, size)
+        if d_ix is not_mapped:
+            numbers = ScatterDimensionNumbers(
+                update_window_dims=(0, *shift_axes(dn.update_window_dims)),
+                inserted_window_dims=shift_axes(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=shift_axes(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=shift_axes(dn.operand_batching_dims),
+                scatter_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))  # fmt: skip
+        else:
+            indices = move_axis(indices, d_ix, 0)
+            numbers = ScatterDimensionNumbers(
+                update_window_dims=shift_axes(dn.update_window_dims),
+                inserted_window_dims=shift_axes(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=shift_axes(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=(0, *shift_axes(dn.operand_batching_dims)),
+                scatter_indices_batching_dims=(0, *shift_axes(dn.scatter_indices_batching_dims)))  # fmt: skip
+        out = prim.bind(operand, indices, updates, dimension_numbers=numbers, mode=mode,
+                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)  # fmt: skip
+        return out, 0
+
+    return batch
+
+
+def _start_dtype(starts) -> np.dtype:
+    dtype = starts[0].dtype
+    for s in starts[1:]:
+        dtype = np.promote_types(dtype, s.dtype)
+    return dtype if dtypes.is_integer(dtype) else np.dtype(np.int64)  # uint64 with a signed type
+
+
+def _batched_starts(size, starts, dims):
+    """The starts as index vectors, one per example: an int array of shape (size, len(starts))."""
+    dtype = _start_dtype(starts)
+    columns = []
+    for s, d in zip(starts, dims):
+        if s.dtype != dtype:
+            s = _ew.convert_element_type_p.bind(s, new_dtype=dtype, weak_type=False)
+        columns.append(_st.broadcast_in_dim_p.bind(s, shape=(size, 1), broadcast_dimensions=() if d is not_mapped else (0,)))
+    return columns[0] if len(columns) == 1 else _st.concatenate_p.bind(*columns, dimension=1)
+
+
+def _zero_start(starts):
+    return wrap(np.zeros((), starts[0].dtype))
+
+
+def _dynamic_slice_batch(size, args, dims, *, slice_sizes):
+    (operand, *starts), (d_op, *d_starts) = args, dims
+    slice_sizes = tuple(slice_sizes)
+    if all(d is not_mapped for d in d_starts):
+        # The same window for every example: keep the batch axis where it is and take all of it.
+        starts.insert(d_op, _zero_start(starts) if starts else wrap(np.zeros((), np.int32)))
+        sizes = slice_sizes[:d_op] + (size,) + slice_sizes[d_op:]
+        return dynamic_slice_p.bind(operand, *starts, slice_sizes=sizes), d_op
+    indices = _batched_starts(size, starts, d_starts)
+    n = len(starts)
+    if d_op is not_mapped:
+        numbers = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+                                         start_index_map=tuple(range(n)))  # fmt: skip
+        sizes = slice_sizes
+    else:
+        operand = move_axis(operand, d_op, 0)
+        numbers = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+                                         start_index_map=tuple(range(1, n + 1)), operand_batching_dims=(0,),
+                                         start_indices_batching_dims=(0,))  # fmt: skip
+        sizes = (1, *slice_sizes)
+    out = gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=sizes, mode=GatherScatterMode.CLIP,
+                        fill_value=None, indices_are_sorted=False, unique_indices=False)  # fmt: skip
+    return out, 0
+
+
+def _dynamic_update_slice_batch(size, args, dims):
+    (operand, update, *starts), (d_op, d_up, *d_starts) = args, dims
+    operand = bdim_to_front(operand, d_op, size)
+    update = bdim_to_front(update, d_up, size)
+    if all(d is not_mapped for d in d_starts):
+        zero = _zero_start(starts) if starts else wrap(np.zeros((), np.int32))
+        return dynamic_update_slice_p.bind(operand, update, zero, *starts), 0
+    indices = _batched_starts(size, starts, d_starts)
+    n = len(starts)
+    # One window per example, in its own operand: the index vectors are unique.
+    numbers = ScatterDimensionNumbers(update_window_dims=tuple(range(1, n + 1)), inserted_window_dims=(),
+                                      scatter_dims_to_operand_dims=tuple(range(1, n + 1)), operand_batching_dims=(0,),
+                                      scatter_indices_batching_dims=(0,))  # fmt: skip
+    out = scatter_p.bind(operand, indices, update, dimension_numbers=numbers, mode=GatherScatterMode.CLIP,
+                         indices_are_sorted=True, unique_indices=True)  # fmt: skip
+    return out, 0
+
+
+gather_p.batch = _gather_batch
+for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _prim.batch = _scatter_batch(_prim)
+dynamic_slice_p.batch = _dynamic_slice_batch
+dynamic_update_slice_p.batch = _dynamic_update_slice_batch
+
 __all__ = [
     "GatherDimensionNumbers",
     "GatherScatterMode",

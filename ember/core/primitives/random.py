@@ -42,3 +42,11 @@ def _threefry2x32_rule(key1: ShapedArray, key2: ShapedArray, x1: ShapedArray, x2
 
 
 threefry2x32_p.abstract_eval = _threefry2x32_rule
+
+# --- batching rule ------------------------------------------------------------------------------
+# Elementwise over its four operands, which broadcast like NumPy's: batched operands get their batch
+# axis first, unbatched ones (usually the key words, or shared counters) stay as they are.
+
+from ember.core.batching import defbroadcasting
+
+defbroadcasting(threefry2x32_p)

@@ -238,3 +238,46 @@ cummin_p.jvp = _cumulative_chooser_jvp(cummin_p)
 cumlogsumexp_p.jvp = _cumlogsumexp_jvp
 
 __all__ = [n for n in dir() if n.endswith("_p")]
+
+# --- batching rules ---------------------------------------------------------------------------
+# The batch axis stays where it is (one common position for sort's operands) and the axis
+# parameter shifts past it; top_k works on the last axis, so a batch axis there moves to the front.
+
+from ember.core.batching import move_axis, not_mapped
+
+
+def _broadcast_at(x, size: int, axis: int):
+    """Unbatched `x` broadcast along a new batch axis at position `axis`."""
+    shape = (*x.shape[:axis], size, *x.shape[axis:])
+    kept = tuple(i if i < axis else i + 1 for i in range(x.ndim))
+    return _st.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=kept)
+
+
+def _sort_batch(size, args, dims, *, dimension, is_stable, num_keys):
+    # Operands sorted together must share one shape: every operand gets its batch axis at the position
+    # of the first batched operand's (unbatched ones are broadcast there).
+    bd = next(d for d in dims if d is not not_mapped)
+    operands = [_broadcast_at(x, size, bd) if d is not_mapped else move_axis(x, d, bd) for x, d in zip(args, dims)]
+    out = sort_p.bind(*operands, dimension=dimension + (dimension >= bd), is_stable=is_stable, num_keys=num_keys)
+    return out, [bd] * len(out)
+
+
+def _top_k_batch(size, args, dims, *, k):
+    (x,), (d,) = args, dims
+    if d == x.ndim - 1:  # top_k works on the last axis: that must stay the example's
+        x, d = move_axis(x, d, 0), 0
+    return top_k_p.bind(x, k=k), [d, d]
+
+
+def _cumulative_batch(prim):
+    def batch(size, args, dims, *, axis, reverse):
+        (x,), (d,) = args, dims
+        return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+
+    prim.batch = batch
+
+
+sort_p.batch = _sort_batch
+top_k_p.batch = _top_k_batch
+for _prim in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    _cumulative_batch(_prim)
