@@ -22,6 +22,10 @@ from ember.transforms import (
     custom_jvp,
     custom_vjp,
     grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
     jvp,
     linear_transpose,
     linearize,
@@ -47,5 +51,5 @@ def devices(platform: str | None = None) -> list[Device]:
 
 
 __all__ = ["Array", "Device", "__version__", "checkpoint", "checkpoint_policies", "config", "custom_jvp", "custom_vjp",
-           "devices", "errors", "grad", "jvp", "lax", "linear_transpose", "linearize", "numpy", "remat", "test_util",
-           "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+           "devices", "errors", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax", "linear_transpose",
+           "linearize", "numpy", "remat", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip

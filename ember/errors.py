@@ -21,6 +21,7 @@ __all__ = [
     "ShapeError",
     "TracerLeakError",
     "TransformError",
+    "UnboundAxisNameError",
 ]
 
 
@@ -59,3 +60,8 @@ class ArgumentTypeError(EmberError, TypeError):
 class TransformError(EmberError, TypeError):
     """A transform cannot be applied to a function as written: forward-mode autodiff of a
     ``custom_vjp`` function, or a custom rule whose outputs do not match the function's."""
+
+
+class UnboundAxisNameError(EmberError, NameError):
+    """A collective (``lax.psum``, ``lax.axis_index``, ...) names an axis that no enclosing
+    ``vmap(..., axis_name=...)`` binds (a ``NameError``, as in JAX)."""

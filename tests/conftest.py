@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 
@@ -16,7 +18,16 @@ def pytest_configure(config):
         config.option.markexpr = ""
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # Op-database cells answer to their family's name too (`pytest -k collective`), before -k selects.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        for value in callspec.params.values() if callspec is not None else ():
+            for part in value if isinstance(value, tuple) else (value,):
+                family = getattr(part, "family", "")
+                if isinstance(family, str) and family:
+                    item.extra_keyword_matches.add(family)
     if config._ember_full:
         return
     kept = [item for item in items if item.get_closest_marker("full") is None]

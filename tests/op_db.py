@@ -96,6 +96,8 @@ class OpInfo:
     ad_unsupported: {dtype: reason} dtypes the autodiff columns leave out, and why
     needs_concrete: which arguments must be concrete, because the result's shape depends on their
       values (as in JAX, vmap over them raises ConcretizationError; the vmap column checks that it does)
+    family: the family module's name without `op_db_` ("lax", "collective", ...); conftest.py adds it to
+      the keywords of every test cell of the entry, so ``pytest -k collective`` runs that family's cells
     """
 
     name: str
@@ -116,6 +118,7 @@ class OpInfo:
     ad_tol: dict = dataclasses.field(default_factory=dict)
     ad_unsupported: dict = dataclasses.field(default_factory=dict)
     needs_concrete: str = ""
+    family: str = ""  # the op_db_<family>.py module that registered it (set on loading; pytest -k <family> selects it)
 
     def __post_init__(self):
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
@@ -272,12 +275,15 @@ def _load_families() -> None:
     import importlib
 
     for module in ("op_db_lax", "op_db_indexing", "op_db_take", "op_db_enp_ufuncs", "op_db_enp_other", "op_db_sorting",
-                   "op_db_random", "op_db_conv"):
+                   "op_db_random", "op_db_conv", "op_db_collective"):
+        first = len(OPS)
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as err:
             if err.name != module:
                 raise
+        for entry in OPS[first:]:
+            entry.family = entry.family or module[len("op_db_") :]
 
 
 _load_families()

@@ -131,3 +131,16 @@ def test_every_primitive_has_an_entry():
 def test_entries_are_unique():
     names = [op.name for op in OPS]
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+
+
+# Primitives that take no operands, so that no transform ever sees them with a traced input.
+NO_OPERANDS = {"iota"}
+
+
+def test_every_primitive_has_a_batching_rule():
+    from ember.core.batching import axis_rules
+    from ember.core.primitive import PRIMITIVES
+
+    missing = sorted(name for name, p in PRIMITIVES.items()
+                     if p.batch is None and p not in axis_rules and name not in NO_OPERANDS)  # fmt: skip
+    assert not missing, f"primitives that vmap would run in a Python loop: {missing}"

@@ -2,6 +2,7 @@
 
 from ember.core.primitives import (
     bitwise,
+    collective,
     contraction,
     conv,
     elementwise,
