@@ -15,7 +15,7 @@ def _blocks(language: str) -> list[str]:
 def test_setup_block_has_exactly_two_commands():
     commands = [line for line in _blocks("bash")[0].splitlines() if line.strip()]
     assert len(commands) == 2, commands
-    assert commands[0].endswith("python -m ember")
+    assert commands[0].endswith("python -m ember.demo")
     assert "pytest" in commands[1]
 
 
