@@ -17,6 +17,11 @@ from ember.config import config
 from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
 from ember.transforms import (
+    ShapeDtypeStruct,
+    disable_jit,
+    eval_shape,
+    jit,
+    make_ir,
     checkpoint,
     checkpoint_policies,
     custom_jvp,
@@ -50,6 +55,7 @@ def devices(platform: str | None = None) -> list[Device]:
     return [d for d in found if platform is None or d.platform == platform]
 
 
-__all__ = ["Array", "Device", "__version__", "checkpoint", "checkpoint_policies", "config", "custom_jvp", "custom_vjp",
-           "devices", "errors", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "lax", "linear_transpose",
-           "linearize", "numpy", "remat", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+__all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
+           "custom_jvp", "custom_vjp", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian", "jacfwd",
+           "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "numpy", "remat",
+           "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip

@@ -31,10 +31,20 @@ class Config:
     Options:
       enable_x64: allow 64-bit dtypes (default False, or ``EMBER_ENABLE_X64``).
         While off, 64-bit inputs are converted to their 32-bit counterparts.
+      disable_jit: run jitted functions as plain Python (default False, or ``EMBER_DISABLE_JIT``;
+        `ember.disable_jit()` sets it for a block).
+      explain_retrace: log (logger ``ember.jit``, level WARNING) why a jitted function traces again:
+        which argument changed, from what to what.
+      jit_cache_size: how many traces each jitted function keeps (least recently used go first).
+      debug_nans: raise at the first primitive that produces a NaN, naming it.
     """
 
     _defaults: dict[str, Any] = {
         "enable_x64": _env_flag("EMBER_ENABLE_X64", False),
+        "disable_jit": _env_flag("EMBER_DISABLE_JIT", False),
+        "explain_retrace": False,
+        "jit_cache_size": 64,
+        "debug_nans": False,
     }
 
     def __init__(self) -> None:

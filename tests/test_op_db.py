@@ -117,6 +117,9 @@ def test_every_public_function_has_an_entry():
 NOT_USER_PRIMITIVES = {
     "custom_lin": "the linear stand-in for a custom_vjp function's derivative (test_custom_rules.py)",
     "remat_lin": "the linear stand-in for a checkpointed function's derivative (test_remat.py)",
+    "jit_call": "a jitted function called under another transform (test_jit.py)",
+    "custom_jvp_call": "a custom_jvp function recorded by jit (test_jit.py)",
+    "custom_vjp_call": "a custom_vjp function recorded by jit (test_jit.py)",
 }
 
 
@@ -133,8 +136,12 @@ def test_entries_are_unique():
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
 
 
-# Primitives that take no operands, so that no transform ever sees them with a traced input.
-NO_OPERANDS = {"iota"}
+# Primitives that no batching trace ever receives, and why.
+NOT_BATCHED = {
+    "iota": "it takes no operands, so it never has a batched one",
+    "custom_jvp_call": "binding it hands the call back to the transforms as a custom_jvp call",
+    "custom_vjp_call": "binding it hands the call back to the transforms as a custom_vjp call",
+}
 
 
 def test_every_primitive_has_a_batching_rule():
@@ -142,5 +149,5 @@ def test_every_primitive_has_a_batching_rule():
     from ember.core.primitive import PRIMITIVES
 
     missing = sorted(name for name, p in PRIMITIVES.items()
-                     if p.batch is None and p not in axis_rules and name not in NO_OPERANDS)  # fmt: skip
+                     if p.batch is None and p not in axis_rules and name not in NOT_BATCHED)  # fmt: skip
     assert not missing, f"primitives that vmap would run in a Python loop: {missing}"

@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ember.core.abstract import ShapedArray
+from ember.core.array import Array, wrap
 from ember.errors import EmberError
 
 __all__ = ["Eqn", "Literal", "Program", "Var", "check_program", "eval_program"]
@@ -39,13 +42,22 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written into an equation (printed inline)."""
+    """A constant written into an equation (printed inline when it is a scalar).
 
-    __slots__ = ("aval", "value")
+    `value` is of `aval`'s exact dtype (a NumPy scalar such as ``np.float32(2.0)`` for a 0-d
+    literal), which is what generated code uses; `array` is the same value as an ember Array of
+    `aval`'s weak type, made once, which is what `eval_program` binds.
+    """
+
+    __slots__ = ("array", "aval", "value")
 
     def __init__(self, value: Any, aval: ShapedArray):
-        self.value = value
+        buffer = np.asarray(value, dtype=aval.dtype)
+        if buffer.shape != aval.shape:
+            raise IRError(f"a literal of shape {buffer.shape} declared as {aval.str_short()}")
+        self.value = buffer[()] if buffer.ndim == 0 else buffer
         self.aval = aval
+        self.array: Array = wrap(buffer, aval.weak_type)
 
     def __repr__(self) -> str:
         return f"Literal({self.value!r})"
@@ -82,7 +94,7 @@ class _Printer:
 
     def name(self, v: Var | Literal) -> str:
         if isinstance(v, Literal):
-            return f"{v.value!r}:{v.aval.str_short()}" if v.aval.shape == () else f"<const {v.aval.str_short()}>"
+            return f"{v.value.item()!r}:{v.aval.str_short()}" if v.aval.shape == () else f"<const {v.aval.str_short()}>"
         if v not in self.names:
             n, s = len(self.names), ""
             while True:
@@ -154,7 +166,7 @@ def eval_program(program: Program, consts: Sequence[Any], args: Sequence[Any]) -
     env.update(zip(program.invars, args, strict=True))
 
     def read(v: Var | Literal) -> Any:
-        return v.value if type(v) is Literal else env[v]
+        return v.array if type(v) is Literal else env[v]
 
     for eqn in program.eqns:
         out = eqn.primitive.bind(*[read(v) for v in eqn.inputs], **eqn.params)

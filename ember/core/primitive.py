@@ -49,7 +49,7 @@ class Primitive:
     Kernels live in the backends, keyed by `name`.
     """
 
-    __slots__ = ("_kernel", "abstract_eval", "batch", "jvp", "multiple_results", "name", "transpose")
+    __slots__ = ("_kernel", "abstract_eval", "batch", "inline", "jvp", "multiple_results", "name", "transpose")
 
     def __init__(self, name: str, multiple_results: bool = False):
         if name in PRIMITIVES:
@@ -60,6 +60,9 @@ class Primitive:
         self.jvp = None
         self.transpose = None
         self.batch = None
+        # For call primitives (jit's): a function of the operands that evaluates the call by binding
+        # what it calls, which staging traces use to expand the call in place (jit of jit inlines).
+        self.inline = None
         self._kernel = None
         PRIMITIVES[name] = self
 
@@ -273,8 +276,9 @@ def new_trace(trace_type: type[Trace], *args: Any) -> Iterator[Trace]:
 
 
 def _leak_error(where: str, trace: Trace) -> TracerLeakError:
+    transform = getattr(trace, "name", None) or type(trace).__name__
     return TracerLeakError(
-        f"{where}: got a value traced by {type(trace).__name__}, a transform that has already returned (a leaked "
+        f"{where}: got a value traced by {transform}, a transform that has already returned (a leaked "
         "tracer, e.g. stored in a global or a closure during the transform); return such values from the "
         "transformed function instead of keeping them"
     )

@@ -1,0 +1,153 @@
+"""Programs to Python: the NumPy backend's compiler.
+
+`compile_program` turns a program (see ember/core/ir.py) into the source of a
+Python function that calls the backend's kernels directly on raw buffers, one
+line per equation, in the order of the program::
+
+    def mlp_step(a, b, c):
+        d = ops.dot_general(c, a, dimension_numbers=(((1,), (0,)), ((), ())), precision=None, ...)
+        e = ops.tanh(d)
+        ...
+        return [e]
+
+There is no per-equation dispatch, shape checking or wrapping: the program was
+checked when it was traced. The source is what runs (it is compiled with a file
+name of its own and kept in `linecache`), so a debugger steps through it and a
+traceback shows its lines. Nothing here imports the core: a program is read
+through its attributes (`constvars`, `invars`, `eqns`, `outvars`; each
+equation's `primitive.name`, `inputs`, `params`, `outvars`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import linecache
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Compiled", "compile_program"]
+
+_counter = itertools.count()
+
+
+class Compiled:
+    """A compiled program: call it with the raw buffers of its constants and inputs (in that order);
+    it returns the list of raw output buffers. `source` is the Python it runs."""
+
+    __slots__ = ("fn", "source", "filename")
+
+    def __init__(self, fn: Callable[..., list], source: str, filename: str):
+        self.fn = fn
+        self.source = source
+        self.filename = filename
+
+    def __call__(self, *buffers: Any) -> list:
+        return self.fn(*buffers)
+
+    def __repr__(self) -> str:
+        return f"<compiled {self.filename}>"
+
+
+def _names() -> Any:
+    """a, b, ..., z, ba, bb, ... as in the printed IR, skipping Python keywords and `ops`/`np`."""
+    for n in itertools.count():
+        s = ""
+        while True:
+            s = chr(ord("a") + n % 26) + s
+            n = n // 26 - 1
+            if n < 0:
+                break
+        if not keyword.iskeyword(s) and s not in ("ops", "np", "dtype", "inf", "nan"):
+            yield s
+
+
+_PARAM_NAMESPACE = {"dtype": np.dtype, "inf": float("inf"), "nan": float("nan"), "np": np}
+
+
+def _literal(value: Any) -> str | None:
+    """`repr(value)` when it evaluates back to an equal value of the same type; else None."""
+    text = repr(value)
+    try:
+        back = eval(text, dict(_PARAM_NAMESPACE))  # noqa: S307 - our own repr of a static parameter
+    except Exception:  # noqa: BLE001 - any repr that does not evaluate is simply not a literal
+        return None
+    try:
+        same = type(back) is type(value) and bool(back == value)
+    except Exception:  # noqa: BLE001 - comparison of exotic parameters (arrays): not a literal
+        return None
+    return text if same else None
+
+
+def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program") -> Compiled:
+    """Generate, compile and return the Python function that runs `program` on raw buffers.
+
+    `kernel_for(primitive)` gives the function that runs a primitive on raw buffers (with its
+    parameters as keywords). The generated function takes the constants' buffers, then the inputs',
+    and returns the list of output buffers (or, for a literal output, its value).
+
+    >>> compiled = compile_program(program, lambda prim: backend.kernel(prim.name))
+    >>> print(compiled.source)
+    """
+    names = _names()
+    var_name: dict[Any, str] = {}
+    ops: dict[str, Callable[..., Any]] = {}
+    consts: dict[str, Any] = {}
+    literals: dict[str, str] = {}  # source text -> name, defined once above the function
+
+    def name_of(v: Any) -> str:
+        if type(v).__name__ == "Literal":
+            # A name bound once, not the text inline: `np.float32(2.0)` would build a scalar every call.
+            text = _literal(v.value)
+            if text is None:
+                key = f"_c{len(consts)}"
+                consts[key] = v.value
+                return key
+            return literals.setdefault(text, f"_l{len(literals)}")
+        return var_name[v]
+
+    def param(value: Any) -> str:
+        text = _literal(value)
+        if text is None:
+            key = f"_p{len(consts)}"
+            consts[key] = value
+            return key
+        return text
+
+    def op_name(prim: Any) -> str:
+        fn = kernel_for(prim)
+        ident = prim.name if prim.name.isidentifier() and not keyword.iskeyword(prim.name) else f"op_{len(ops)}"
+        while ident in ops and ops[ident] is not fn:
+            ident += "_"
+        ops[ident] = fn
+        return f"ops.{ident}"
+
+    for v in (*program.constvars, *program.invars):
+        var_name[v] = next(names)
+    fn_name = name if name.isidentifier() and not keyword.iskeyword(name) else "program"
+    lines = [f"def {fn_name}({', '.join(var_name[v] for v in (*program.constvars, *program.invars))}):"]
+    for eqn in program.eqns:
+        for v in eqn.outvars:
+            var_name[v] = next(names)
+        args = [name_of(v) for v in eqn.inputs]
+        args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
+        call = f"{op_name(eqn.primitive)}({', '.join(args)})"
+        outs = [var_name[v] for v in eqn.outvars]
+        if eqn.primitive.multiple_results:
+            target = f"{outs[0]}," if len(outs) == 1 else ", ".join(outs) if outs else "_"
+        else:
+            target = outs[0]
+        lines.append(f"    {target} = {call}")
+    lines.append(f"    return [{', '.join(name_of(v) for v in program.outvars)}]")
+    source = "\n".join([*(f"{key} = {text}" for text, key in literals.items()), *lines]) + "\n"
+
+    filename = f"<ember-jit-{next(_counter)}-{fn_name}>"
+    namespace = {"ops": SimpleNamespace(**ops), "np": np, **_PARAM_NAMESPACE, **consts}
+    code = compile(source, filename, "exec")
+    exec(code, namespace)  # noqa: S102 - the generated program is the product
+    # Tracebacks and debuggers read source lines through linecache: register ours under its file name.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    return Compiled(namespace[fn_name], source, filename)

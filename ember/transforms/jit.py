@@ -1,0 +1,552 @@
+"""jit: trace a function once per signature, optimize its program, run generated NumPy code.
+
+``jit(f)(*args)`` looks the arguments' signature up in a bounded LRU cache:
+pytree structure, each leaf's shape, dtype and weak type, the static
+arguments' values and the x64 mode. On a miss it traces `f` on abstract values
+into a program (core/staging.py), optimizes it (core/passes.py) and has the
+backend compile it to Python (backends/codegen.py); on a hit it calls that
+Python on the arguments' raw buffers. `jit(f).lower(*args).source` is the
+generated code, which is what runs.
+
+Under another transform the call is one primitive, `jit_call`, whose operands
+are the program's constants and the arguments: its jvp rule differentiates the
+program, its batching rule vectorizes it, and a trace that records programs
+(jit of jit, `make_ir`) records the called program in place.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ember.backends import cpu
+from ember.backends.codegen import Compiled, compile_program
+from ember.config import config
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.core.array import Array, from_host, wrap
+from ember.core.batching import axis_rules
+from ember.core.ir import Program, eval_program
+from ember.core.primitive import Primitive, Tracer, find_top_trace, trace_stack
+from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
+from ember.errors import ArgumentTypeError
+from ember.transforms.jvp import jvp_flat
+from ember.transforms.vmap import BatchTracer
+
+__all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir"]
+
+log = logging.getLogger("ember.jit")
+
+
+# --- results of tracing ------------------------------------------------------------------------------
+
+
+class ShapeDtypeStruct:
+    """A shape and a dtype, standing for an array (what `eval_shape` returns).
+
+    >>> ember.ShapeDtypeStruct((2, 3), "float32")
+    ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+    """
+
+    __slots__ = ("dtype", "shape", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
+                == (other.shape, other.dtype, other.weak_type))  # fmt: skip
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+class ClosedProgram(NamedTuple):
+    """A traced program with the values of its constants (what `make_ir` returns); prints like a jaxpr.
+
+    `in_avals` / `out_avals` describe its flat inputs and outputs; `out_tree` rebuilds the function's
+    output structure from the flat outputs."""
+
+    program: Program
+    consts: list[Any]
+    out_tree: Any
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.program.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.program.outvars]
+
+    @property
+    def eqns(self) -> list:
+        return self.program.eqns
+
+    def __str__(self) -> str:
+        return str(self.program)
+
+    def __repr__(self) -> str:
+        return str(self.program)
+
+
+# --- flattening the arguments ------------------------------------------------------------------------
+
+
+def _fun_name(fun: Callable) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _param_names(fun: Callable) -> list[str] | None:
+    try:
+        return [p.name for p in inspect.signature(fun).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_array(x: Any, what: str, op: str) -> Array:
+    if isinstance(x, Array):
+        return x
+    try:
+        return from_host(x, op)
+    except Exception as err:  # noqa: BLE001 - re-raised with the argument's path
+        raise ArgumentTypeError(
+            f"{op}: {what} is a {type(x).__name__}, which is not an array; pass arrays (or pytrees of arrays) "
+            "to a jitted function, or mark the argument static with static_argnums / static_argnames"
+        ) from err
+
+
+class _Signature(NamedTuple):
+    tree: Any
+    avals: tuple[tuple, ...]  # (shape, dtype, weak_type) per leaf
+    statics: tuple
+    x64: bool
+
+
+# --- the call primitive ------------------------------------------------------------------------------
+
+
+class _JitCall(Primitive):
+    """``jit_call[program](*consts, *args)``: a jitted function called under another transform."""
+
+    def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
+        program = params["program"]
+        outs = _compiled_sub(params["sub"])(*[x._value for x in args])
+        return _wrap_outputs(outs, [v.aval for v in program.outvars])
+
+
+jit_call_p = _JitCall("jit_call", multiple_results=True)
+jit_call_p.abstract_eval = lambda *avals, program, **_: [v.aval for v in program.outvars]
+
+
+def _call_program(args: Sequence[Any], program: Program) -> list[Any]:
+    k = len(program.constvars)
+    return eval_program(program, args[:k], args[k:])
+
+
+def _jit_call_inline(*args: Any, program: Program, **_: Any) -> list[Any]:
+    return _call_program(args, program)
+
+
+def _jit_call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, program: Program, **_: Any):
+    return jvp_flat(lambda *xs: _call_program(xs, program), primals, tangents)
+
+
+def _jit_call_batch(trace: Any, vals: Sequence[Any], dims: Sequence[Any], *, program: Program, **_: Any):
+    outs = [trace.full_raise(o) for o in _call_program([BatchTracer(trace, v, d) for v, d in zip(vals, dims)], program)]
+    return [o.val for o in outs], [o.bdim for o in outs]
+
+
+jit_call_p.inline = _jit_call_inline
+jit_call_p.jvp = _jit_call_jvp
+axis_rules[jit_call_p] = _jit_call_batch
+
+
+# --- compilation -------------------------------------------------------------------------------------
+
+
+def _raw_kernel(prim: Primitive) -> Callable[..., Any]:
+    """The function generated code calls for `prim`: its backend kernel, or for a staged custom rule
+    the compiled program of its function (the rule matters only to transforms, which never see
+    generated code)."""
+    if prim is custom_jvp_call_p or prim is custom_vjp_call_p:
+        return _run_custom_call
+    return cpu.kernel(prim.name)
+
+
+def _run_custom_call(*buffers: Any, sub: SubProgram, **_: Any) -> list:
+    return _compiled_sub(sub)(*buffers)
+
+
+def _compiled_sub(sub: SubProgram) -> Compiled:
+    if sub.compiled is None:
+        sub.compiled = compile_program(sub.program, _raw_kernel, sub.name)
+    return sub.compiled
+
+
+def _wrap_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Array]:
+    wrapped = []
+    for value, aval in zip(outs, avals, strict=True):
+        if type(value) is not np.ndarray or value.dtype != aval.dtype:
+            value = np.asarray(value, dtype=aval.dtype)
+        wrapped.append(wrap(value, aval.weak_type))
+    return wrapped
+
+
+class _Entry:
+    """One cached trace: the optimized program, its constants, and the compiled code."""
+
+    __slots__ = ("consts", "const_buffers", "out_avals", "out_tree", "program", "sub")
+
+    def __init__(self, program: Program, consts: list[Any], out_tree: Any, name: str):
+        from ember.core.passes import optimize
+
+        program, consts = optimize(program, consts)
+        self.program = program
+        self.consts = consts
+        self.out_tree = out_tree
+        self.out_avals = [v.aval for v in program.outvars]
+        self.sub = SubProgram(program, name)
+        concrete = not any(isinstance(c, Tracer) for c in consts)
+        self.const_buffers = [c._value for c in consts] if concrete else None
+
+    @property
+    def compiled(self) -> Compiled:
+        return _compiled_sub(self.sub)
+
+    def run(self, leaves: Sequence[Array]) -> list[Array]:
+        """The outputs for the arguments' leaves, compiled when nothing is traced, else by binding."""
+        if self.const_buffers is not None and (not trace_stack() or find_top_trace(leaves, trace_stack()) is None):
+            outs = self.compiled(*self.const_buffers, *[x._value for x in leaves])
+            return _wrap_outputs(outs, self.out_avals)
+        return jit_call_p.bind(*self.consts, *leaves, program=self.program, sub=self.sub)
+
+
+# --- jit -----------------------------------------------------------------------------------------------
+
+
+class Lowered:
+    """A jitted function lowered for particular arguments: its optimized program (`ir`) and the Python
+    source the backend generated for it (`source`), which is what runs."""
+
+    def __init__(self, entry: _Entry):
+        self._entry = entry
+
+    @property
+    def ir(self) -> ClosedProgram:
+        return ClosedProgram(self._entry.program, self._entry.consts, self._entry.out_tree)
+
+    @property
+    def source(self) -> str:
+        return self._entry.compiled.source
+
+    def as_text(self) -> str:
+        return self.source
+
+    def __repr__(self) -> str:
+        return f"Lowered(\n{self.source})"
+
+
+class Jitted:
+    """A function wrapped by `jit`. Call it like the function; see `jit`."""
+
+    def __init__(self, fun: Callable, static_argnums: tuple[int, ...], static_argnames: tuple[str, ...],
+                 donate_argnums: tuple[int, ...]):  # fmt: skip
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.donate_argnums = donate_argnums
+        self.trace_count = 0
+        self._cache: collections.OrderedDict[_Signature, _Entry] = collections.OrderedDict()
+        self._last: tuple[_Signature, list[str]] | None = None
+        self._params = _param_names(fun)
+        functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it could overwrite ours
+
+    @property
+    def _name(self) -> str:
+        return f"jit({_fun_name(self.fun)})"
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, tuple]:
+        """(dynamic args, dynamic kwargs, static values) with static values checked hashable."""
+        n = len(args)
+        # A static argument not passed positionally is passed by keyword (static_argnames) or defaulted.
+        nums = {i % n for i in self.static_argnums if -n <= i < n}
+        statics: list[Any] = []
+        for i in sorted(nums):
+            statics.append((i, self._hashable(args[i], f"static argument {i}{self._named(i)}")))
+        for name in self.static_argnames:
+            if name in kwargs:
+                statics.append((name, self._hashable(kwargs[name], f"static argument {name!r}")))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return dyn_args, dyn_kwargs, tuple(statics)
+
+    def _named(self, i: int) -> str:
+        return f" ({self._params[i]})" if self._params is not None and i < len(self._params) else ""
+
+    def _hashable(self, value: Any, what: str) -> Any:
+        try:
+            hash(value)
+        except TypeError:
+            raise ArgumentTypeError(
+                f"{self._name}: {what} has the unhashable type {type(value).__name__}; static arguments are cache "
+                "keys, so they must be hashable (pass a tuple instead of a list, or make the value an array argument)"
+            ) from None
+        return value
+
+    def _flatten(self, args: tuple, kwargs: dict) -> tuple[_Signature, list[Array], tuple, dict]:
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
+        arrays = []
+        for i, x in enumerate(leaves):
+            arrays.append(x if isinstance(x, Array) else _as_array(x, self._leaf_path(args, kwargs, i), self._name))
+        avals = tuple((x.shape, x.dtype, x.weak_type) for x in arrays)
+        return _Signature(tree, avals, statics, config.enable_x64), arrays, args, kwargs
+
+    def _paths(self, args: tuple, kwargs: dict) -> list[str]:
+        """Each dynamic leaf's path, like ``argument x['w'][0]`` (computed only when tracing)."""
+        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}
+        positions = [i for i in range(len(args)) if i not in static]
+        paths = []
+        for path, _ in tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
+            head, rest = path[0], path[1:]
+            if getattr(head, "idx", None) == 0:  # positional
+                i = positions[rest[0].idx]
+                label = self._params[i] if self._params is not None and i < len(self._params) else f"args[{i}]"
+                paths.append(f"argument {label}{keystr(rest[1:])}")
+            else:
+                paths.append(f"argument {keystr(rest)[2:-2] if len(rest) == 1 else keystr(rest)}")
+        return paths
+
+    def _leaf_path(self, args: tuple, kwargs: dict, i: int) -> str:
+        try:
+            return self._paths(args, kwargs)[i]
+        except Exception:  # noqa: BLE001 - only for an error message
+            return f"argument leaf {i}"
+
+    def _stage(self, sig: _Signature, args: tuple, kwargs: dict, op: str) -> ClosedProgram:
+        """Trace the function on abstract values of this signature (static values passed as they are)."""
+        statics = dict(sig.statics)
+        store: dict[str, Any] = {}
+
+        def flat(*tracers: Any) -> list[Any]:
+            dyn_args, dyn_kwargs = tree_unflatten(sig.tree, tracers)
+            it = iter(dyn_args)
+            full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+            call_kwargs = {**dyn_kwargs, **{k: v for k, v in statics.items() if isinstance(k, str)}}
+            leaves, store["tree"] = tree_flatten(self.fun(*full, **call_kwargs))
+            return [_as_array(x, f"output leaf {i}", op) for i, x in enumerate(leaves)]
+
+        in_avals = [ShapedArray(s, d, w) for s, d, w in sig.avals]
+        program, consts, _ = stage(flat, in_avals, op, self._paths(args, kwargs))
+        return ClosedProgram(program, consts, store["tree"])
+
+    def _trace(self, sig: _Signature, args: tuple, kwargs: dict) -> _Entry:
+        closed = self._stage(sig, args, kwargs, "jit")
+        self.trace_count += 1
+        return _Entry(closed.program, closed.consts, closed.out_tree, _fun_name(self.fun))
+
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple[_Entry, list[Array]]:
+        sig, arrays, args, kwargs = self._flatten(args, kwargs)
+        entry = self._cache.get(sig)
+        if entry is not None:
+            self._cache.move_to_end(sig)
+            return entry, arrays
+        if config.explain_retrace and self._last is not None:
+            log.warning("%s", self._explain(self._last, sig, self._paths(args, kwargs)))
+        entry = self._trace(sig, args, kwargs)
+        self._last = (sig, self._paths(args, kwargs)) if config.explain_retrace else None
+        if entry.const_buffers is not None:  # a program closing over traced values is not reused
+            self._cache[sig] = entry
+            while len(self._cache) > config.jit_cache_size:
+                self._cache.popitem(last=False)
+        return entry, arrays
+
+    def _explain(self, last: tuple[_Signature, list[str]], sig: _Signature, paths: list[str]) -> str:
+        old, old_paths = last
+        why = []
+        if old.x64 != sig.x64:
+            why.append(f"enable_x64 changed from {old.x64} to {sig.x64}")
+        if old.statics != sig.statics:
+            was, now = dict(old.statics), dict(sig.statics)
+            for k in sorted(set(was) | set(now), key=str):
+                if was.get(k, "<absent>") != now.get(k, "<absent>"):
+                    label = f"static argument {k}{self._named(k)}" if isinstance(k, int) else f"static argument {k!r}"
+                    why.append(f"{label} changed from {was.get(k, '<absent>')!r} to {now.get(k, '<absent>')!r}")
+        if old.tree != sig.tree:
+            why.append(f"the arguments' pytree structure changed from {old.tree} to {sig.tree}")
+        else:
+            for path, a, b in zip(paths, old.avals, sig.avals):
+                if a != b:
+                    why.append(f"{path} changed from {_aval_str(a)} to {_aval_str(b)}")
+        reason = "; ".join(why) or "the signature is new (it was evicted from the cache, or traced with values " \
+                                   "closed over from another transform)"
+        return f"{self._name}: retracing because {reason}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
+        entry, arrays = self._lookup(args, kwargs)
+        return tree_unflatten(entry.out_tree, entry.run(arrays))
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The optimized program and generated source for these arguments (traced if not cached).
+
+        >>> print(ember.jit(lambda x: x * 2.0 + 1.0).lower(enp.ones(3)).source)
+        """
+        return Lowered(self._lookup(args, kwargs)[0])
+
+    def clear_cache(self) -> None:
+        """Forget every trace (the next call traces again)."""
+        self._cache.clear()
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<{self._name}>"
+
+
+def _aval_str(aval: tuple) -> str:
+    shape, dtype, weak = aval
+    return ShapedArray(shape, dtype, weak).str_short()
+
+
+def _int_tuple(value: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, int) else tuple(value)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise ArgumentTypeError(f"jit: {what} takes ints, got {value!r}")
+    return items
+
+
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = ()) -> Jitted:  # fmt: skip
+    """Compile `fun`: trace it once per argument signature, optimize the program, run generated NumPy code.
+
+    A signature is the arguments' pytree structure, every leaf's shape, dtype and weak type, the
+    static arguments' values and the x64 mode; a call with a new one traces again (`trace_count`
+    counts the traces; ``ember.config.update("explain_retrace", True)`` logs why). Python control
+    flow on traced values raises ConcretizationError: use `lax.cond`/`lax.while_loop`/`enp.where`, or
+    make the argument static. `jit` composes with every transform, in any order.
+
+    Args:
+      fun: a pure function of arrays (pytrees of arrays).
+      static_argnums / static_argnames: arguments passed by value into the trace (hashable; a new
+        value traces again), for Python control flow on them.
+      donate_argnums: arguments the caller will not use again. Accepted for compatibility; the NumPy
+        backend does not reuse their buffers (as JAX on the CPU).
+
+    Returns:
+      A function like `fun`, with `.lower(*args).source` (the generated Python), `.trace_count` and
+      `.clear_cache()`.
+
+    >>> f = ember.jit(lambda x, n: x ** n, static_argnums=1)
+    >>> f(enp.arange(3.0), 2)
+    Array([0., 1., 4.], dtype=float32)
+    >>> f.trace_count
+    1
+    """
+    if not callable(fun):
+        raise ArgumentTypeError(f"jit: expected a function, got {type(fun).__name__}")
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    names = tuple(static_argnames)
+    if not all(isinstance(n, str) for n in names):
+        raise ArgumentTypeError(f"jit: static_argnames takes strings, got {static_argnames!r}")
+    nums = _int_tuple(static_argnums, "static_argnums")
+    params = _param_names(fun)
+    if params is not None:  # a name given for a positional parameter is static in either spelling (as in JAX)
+        nums = tuple(sorted({*nums, *(params.index(n) for n in names if n in params)}))
+        names = tuple(sorted({*names, *(params[i] for i in nums if 0 <= i < len(params))}))
+    return Jitted(fun, nums, names, _int_tuple(donate_argnums, "donate_argnums"))
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Run jitted functions as plain Python inside the block (for print debugging and pdb).
+
+    >>> with ember.disable_jit():
+    ...     f(x)      # f's Python runs on concrete arrays
+    """
+    previous = config.disable_jit
+    config.update("disable_jit", bool(disable))
+    try:
+        yield
+    finally:
+        config.update("disable_jit", previous)
+
+
+# --- tracing without running ---------------------------------------------------------------------------
+
+
+def _trace_for(op: str, fun: Callable, args: tuple, kwargs: dict, static_argnums: Sequence[int] = ()) -> ClosedProgram:
+    jitted = jit(fun, static_argnums=tuple(static_argnums))
+    sig, _, args, kwargs = jitted._flatten(args, kwargs)
+    return jitted._stage(sig, args, kwargs, op)
+
+
+def make_ir(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., ClosedProgram]:
+    """A function that traces `fun` on its arguments and returns the program (printable, like a jaxpr).
+
+    >>> print(ember.make_ir(lambda x: enp.sin(x) * 2.0)(enp.ones(3)))
+    { lambda a:~f32[] ; b:f32[3]. let
+        c:f32[3] = sin b
+        d:f32[3] = mul c a
+      in (d) }
+    """
+    nums = _int_tuple(static_argnums, "static_argnums")
+
+    def traced(*args: Any, **kwargs: Any) -> ClosedProgram:
+        return _trace_for("make_ir", fun, args, kwargs, nums)
+
+    return traced
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes of `fun`'s outputs for these arguments, computed without running it.
+
+    Arguments may be arrays or anything with `shape` and `dtype` (`ember.ShapeDtypeStruct`).
+
+    >>> ember.eval_shape(lambda x: x @ x.T, ember.ShapeDtypeStruct((3, 4), "float32"))
+    ShapeDtypeStruct(shape=(3, 3), dtype=float32)
+    """
+    leaves, tree = tree_flatten((args, kwargs))
+    stand_ins = [_placeholder(x) for x in leaves]
+    args, kwargs = tree_unflatten(tree, stand_ins)
+    closed = _trace_for("eval_shape", fun, args, kwargs)
+    return tree_unflatten(closed.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+
+
+def _placeholder(x: Any) -> Any:
+    """An abstract stand-in becomes a zero-strided array of its shape (no memory), for tracing only."""
+    if isinstance(x, Array) or not (hasattr(x, "shape") and hasattr(x, "dtype")) or isinstance(x, np.ndarray):
+        return x
+    dtype = dtypes.canonicalize(x.dtype, "eval_shape")
+    return wrap(np.broadcast_to(np.zeros((), dtype), tuple(x.shape)), bool(getattr(x, "weak_type", False)))
+

@@ -1,0 +1,310 @@
+"""jit: caching and retracing, composition with the other transforms, custom rules under jit,
+errors, make_ir / eval_shape / lower. References are NumPy or the same function run eagerly."""
+
+from __future__ import annotations
+
+import linecache
+import logging
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember.errors import ArgumentTypeError, ConcretizationError, TracerLeakError
+
+RNG = np.random.default_rng(0)
+
+
+def _rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def mlp_loss(params, x, y):
+    h = enp.tanh(x @ params["w1"] + params["b1"])
+    logits = h @ params["w2"]
+    return enp.mean((logits - y) ** 2)
+
+
+def _params():
+    return {"w1": enp.asarray(_rand(4, 8)), "b1": enp.asarray(_rand(8)), "w2": enp.asarray(_rand(8, 3))}
+
+
+# --- results ---------------------------------------------------------------------------------------------
+
+
+def test_jit_matches_numpy_and_eager():
+    x, y = _rand(5, 4), _rand(4, 3)
+
+    def f(a, b):
+        return enp.tanh(a @ b) * 2.0 + enp.exp(-a.sum())
+
+    got = ember.jit(f)(enp.asarray(x), enp.asarray(y))
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x @ y) * 2.0 + np.exp(-x.sum()), rtol=1e-5)
+    eager = f(enp.asarray(x), enp.asarray(y))
+    assert got.dtype == eager.dtype and got.shape == eager.shape and got.weak_type == eager.weak_type
+
+
+def test_pytree_inputs_and_outputs_and_kwargs():
+    f = ember.jit(lambda p, scale=1.0: {"sum": p["a"] + p["b"], "scaled": (p["a"] * scale,)})
+    p = {"a": enp.ones(3), "b": enp.arange(3.0)}
+    out = f(p, scale=enp.asarray(2.0))
+    np.testing.assert_allclose(np.asarray(out["sum"]), [1, 2, 3])
+    np.testing.assert_allclose(np.asarray(out["scaled"][0]), [2, 2, 2])
+
+
+def test_weak_types_survive_jit():
+    out = ember.jit(lambda x: x * 2)(3.0)
+    assert out.weak_type and out.dtype == np.float32
+    assert not ember.jit(lambda x: x * 2)(enp.float32(3.0)).weak_type
+
+
+def test_python_scalars_and_numpy_arrays_are_arguments():
+    f = ember.jit(lambda x, y: x + y)
+    np.testing.assert_allclose(np.asarray(f(np.arange(3.0), 1)), [1, 2, 3])
+    assert f(np.arange(3.0), 1).dtype == np.float32  # float64 NumPy input becomes float32 while x64 is off
+
+
+# --- caching ---------------------------------------------------------------------------------------------
+
+
+def test_traces_once_per_signature():
+    f = ember.jit(lambda x: ember.tree.map(lambda a: a + 1.0, x))
+    f(enp.ones(3))
+    f(enp.zeros(3))
+    assert f.trace_count == 1
+    f(enp.ones(4))  # shape
+    assert f.trace_count == 2
+    f(enp.ones(3, dtype="int32"))  # dtype
+    assert f.trace_count == 3
+    f(1.0)  # weak f32[]
+    f(enp.float32(1.0))  # strong f32[]
+    assert f.trace_count == 5
+    f([enp.ones(3)])  # pytree structure
+    assert f.trace_count == 6
+    np.testing.assert_allclose(np.asarray(f(enp.ones(3))), [2, 2, 2])  # never stale
+    assert f.trace_count == 6
+
+
+def test_static_arguments_retrace_on_a_new_value():
+    f = ember.jit(lambda x, n: x * n if n > 1 else x, static_argnums=1)
+    np.testing.assert_allclose(np.asarray(f(enp.ones(2), 3)), [3, 3])
+    np.testing.assert_allclose(np.asarray(f(enp.ones(2), 1)), [1, 1])
+    f(enp.ones(2), 3)
+    assert f.trace_count == 2
+    g = ember.jit(lambda x, mode: x + 1 if mode == "up" else x - 1, static_argnames="mode")
+    np.testing.assert_allclose(np.asarray(g(enp.ones(2), mode="down")), [0, 0])
+
+
+def test_unhashable_static_argument_is_a_clear_error():
+    f = ember.jit(lambda x, dims: x.sum(dims), static_argnums=1)
+    with pytest.raises(ArgumentTypeError, match=r"static argument 1 \(dims\) has the unhashable type list.*tuple"):
+        f(enp.ones((2, 2)), [0])
+
+
+def test_x64_mode_is_part_of_the_signature():
+    f = ember.jit(lambda x: x * 1.5)
+    f(np.ones(2))
+    with ember.config.x64(True):
+        assert f(np.ones(2)).dtype == np.float64
+    assert f.trace_count == 2
+
+
+def test_lru_cache_is_bounded():
+    old = ember.config.jit_cache_size
+    ember.config.update("jit_cache_size", 2)
+    try:
+        f = ember.jit(lambda x: x + 1)
+        for n in (1, 2, 3, 1):
+            f(enp.ones(n))
+        assert f.trace_count == 4  # shape 1 was evicted by shape 3
+        assert len(f._cache) == 2
+    finally:
+        ember.config.update("jit_cache_size", old)
+
+
+def test_explain_retrace_names_the_argument(caplog):
+    def g(params, x):
+        return params["w"] * x
+
+    f = ember.jit(g)
+    ember.config.update("explain_retrace", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ember.jit"):
+            f({"w": enp.ones(3)}, enp.ones(3))
+            f({"w": enp.ones(4)}, enp.ones(4))
+    finally:
+        ember.config.update("explain_retrace", False)
+    text = caplog.text
+    assert "jit(g): retracing because" in text
+    assert "argument params['w'] changed from f32[3] to f32[4]" in text
+
+
+# --- composition -----------------------------------------------------------------------------------------
+
+
+def test_jit_of_jit_inlines():
+    inner = ember.jit(lambda x: enp.sin(x) * 2.0)
+    outer = ember.jit(lambda x: inner(x) + 1.0)
+    x = _rand(4)
+    np.testing.assert_allclose(np.asarray(outer(enp.asarray(x))), np.sin(x) * 2 + 1, rtol=1e-6)
+    ir = outer.lower(enp.asarray(x)).ir
+    assert "jit_call" not in str(ir) and "sin" in str(ir)
+
+
+@pytest.mark.parametrize("order", ["jit_grad", "grad_jit", "jit_vmap", "vmap_jit", "jit_jvp", "jvp_jit",
+                                   "jit_vmap_grad", "vmap_grad_jit", "grad_vmap_jit"])  # fmt: skip
+def test_jit_composes_with_every_transform_in_any_order(order):
+    params, xs, ys = _params(), enp.asarray(_rand(6, 4)), enp.asarray(_rand(6, 3))
+    jit, grad, vmap = ember.jit, ember.grad, ember.vmap
+    per_example = vmap(grad(mlp_loss), in_axes=(None, 0, 0))
+    fns = {
+        "jit_grad": (jit(grad(mlp_loss)), grad(mlp_loss), (params, xs, ys)),
+        "grad_jit": (grad(jit(mlp_loss)), grad(mlp_loss), (params, xs, ys)),
+        "jit_vmap": (jit(vmap(mlp_loss, in_axes=(None, 0, 0))), vmap(mlp_loss, in_axes=(None, 0, 0)), (params, xs, ys)),
+        "vmap_jit": (vmap(jit(mlp_loss), in_axes=(None, 0, 0)), vmap(mlp_loss, in_axes=(None, 0, 0)), (params, xs, ys)),
+        "jit_vmap_grad": (jit(per_example), per_example, (params, xs, ys)),
+        "vmap_grad_jit": (vmap(grad(jit(mlp_loss)), in_axes=(None, 0, 0)), per_example, (params, xs, ys)),
+        "grad_vmap_jit": (grad(lambda p: vmap(jit(mlp_loss), in_axes=(None, 0, 0))(p, xs, ys).sum()),
+                          grad(lambda p: vmap(mlp_loss, in_axes=(None, 0, 0))(p, xs, ys).sum()), (params,)),
+    }  # fmt: skip
+    if order in ("jit_jvp", "jvp_jit"):
+        tangent = ember.tree.map(enp.ones_like, params)
+        inner = jit(mlp_loss) if order == "jvp_jit" else mlp_loss
+        run = lambda p: ember.jvp(lambda q: inner(q, xs, ys), (p,), (tangent,))  # noqa: E731
+        got = jit(run)(params) if order == "jit_jvp" else run(params)
+        want = ember.jvp(lambda q: mlp_loss(q, xs, ys), (params,), (tangent,))
+    else:
+        fn, ref, args = fns[order]
+        got, want = fn(*args), ref(*args)
+    for g, w in zip(ember.tree.leaves(got), ember.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=1e-6)
+
+
+def test_grad_of_jit_of_a_closure_over_a_differentiated_value():
+    def outer(s):
+        return ember.jit(lambda x: enp.sum(enp.sin(x * s)))(enp.arange(3.0))
+
+    got = ember.grad(outer)(enp.asarray(0.7))
+    want = np.sum(np.cos(np.arange(3.0) * 0.7) * np.arange(3.0))
+    np.testing.assert_allclose(float(got), want, rtol=1e-5)
+
+
+def test_custom_jvp_rule_is_used_through_jit():
+    @ember.custom_jvp
+    def f(x):
+        return enp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), 100.0 * t  # a deliberately different derivative
+
+    x = enp.asarray(0.3)
+    assert float(ember.grad(ember.jit(f))(x)) == pytest.approx(100.0)
+    assert float(ember.jit(ember.grad(f))(x)) == pytest.approx(100.0)
+    np.testing.assert_allclose(float(ember.jit(f)(x)), np.sin(0.3), rtol=1e-6)
+    assert "custom_jvp_call" in str(ember.make_ir(f)(x))
+
+
+def test_custom_vjp_rule_is_used_through_jit():
+    @ember.custom_vjp
+    def f(x):
+        return x * x
+
+    f.defvjp(lambda x: (x * x, x), lambda x, ct: (ct * 7.0,))
+    x = enp.asarray(3.0)
+    assert float(ember.grad(ember.jit(f))(x)) == pytest.approx(7.0)
+    assert float(ember.jit(ember.grad(f))(x)) == pytest.approx(7.0)
+    assert float(ember.vmap(ember.grad(ember.jit(f)))(enp.ones(3))[0]) == pytest.approx(7.0)
+
+
+def test_checkpoint_under_jit():
+    f = ember.checkpoint(lambda x: enp.sin(enp.sin(x)))
+    x = _rand(5)
+    got = ember.jit(ember.grad(lambda x: f(x).sum()))(enp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), np.cos(np.sin(x)) * np.cos(x), rtol=1e-5)
+    got = ember.grad(lambda x: ember.jit(f)(x).sum())(enp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), np.cos(np.sin(x)) * np.cos(x), rtol=1e-5)
+
+
+# --- errors ----------------------------------------------------------------------------------------------
+
+
+def test_python_control_flow_on_a_traced_value_names_its_origin():
+    def f(params, x):
+        if (params["w"] * x).sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(ConcretizationError) as info:
+        ember.jit(f)({"w": enp.ones(3)}, enp.ones(3))
+    message = str(info.value)
+    assert "jit" in message and "argument params['w']" in message and "argument x" in message
+    assert "lax.cond" in message and "static_argnums" in message
+
+
+def test_a_leaked_tracer_names_jit_when_used():
+    leaked = []
+
+    @ember.jit
+    def f(x):
+        leaked.append(x * 2.0)
+        return x
+
+    f(enp.ones(2))
+    with pytest.raises(TracerLeakError, match="traced by jit"):
+        leaked[0] + 1.0
+
+
+def test_a_non_array_argument_says_to_make_it_static():
+    with pytest.raises(ArgumentTypeError, match=r"argument mode is a str.*static_argnums"):
+        ember.jit(lambda x, mode: x)(enp.ones(2), "fast")
+
+
+def test_disable_jit_runs_python():
+    seen = []
+
+    @ember.jit
+    def f(x):
+        seen.append(type(x).__name__)
+        return x + 1.0
+
+    with ember.disable_jit():
+        f(enp.ones(2))
+    assert seen == ["Array"]
+    f(enp.ones(2))
+    assert seen == ["Array", "StagingTracer"]
+
+
+# --- what jit shows ----------------------------------------------------------------------------------------
+
+
+def test_make_ir_prints_like_a_jaxpr():
+    text = str(ember.make_ir(lambda x, y: enp.sin(x) * y)(enp.ones(3), enp.ones(3)))
+    assert text.splitlines()[0] == "{ lambda  ; a:f32[3] b:f32[3]. let"
+    assert "c:f32[3] = sin a" in text and "d:f32[3] = mul c b" in text and text.endswith("in (d) }")
+
+
+def test_eval_shape_does_not_compute():
+    calls = []
+
+    def f(x, y):
+        calls.append(1)
+        return {"out": x @ y, "n": x.sum()}
+
+    out = ember.eval_shape(f, ember.ShapeDtypeStruct((1000, 20), "float32"), enp.ones((20, 3)))
+    assert out == {"out": ember.ShapeDtypeStruct((1000, 3), "float32"), "n": ember.ShapeDtypeStruct((), "float32")}
+    assert calls == [1]
+
+
+def test_lowered_source_is_what_runs_and_debuggers_can_read_it():
+    f = ember.jit(lambda x: enp.tanh(x) * 3.0)
+    lowered = f.lower(enp.ones(3))
+    assert "ops.tanh(" in lowered.source and "def program(a):" in lowered.source
+    code = lowered._entry.compiled.fn.__code__
+    # pdb and tracebacks read the generated source
+    assert linecache.getline(code.co_filename, code.co_firstlineno).startswith("def program(a):")
+    assert f.trace_count == 1
+    f(enp.ones(3))
+    assert f.trace_count == 1  # lower() filled the cache
