@@ -18,6 +18,7 @@ __all__ = [
     "EmberError",
     "EmberOverflowError",
     "InvalidArgumentError",
+    "NaNError",
     "ShapeError",
     "TracerLeakError",
     "TransformError",
@@ -65,3 +66,8 @@ class TransformError(EmberError, TypeError):
 class UnboundAxisNameError(EmberError, NameError):
     """A collective (``lax.psum``, ``lax.axis_index``, ...) names an axis that no enclosing
     ``vmap(..., axis_name=...)`` binds (a ``NameError``, as in JAX)."""
+
+
+class NaNError(EmberError, FloatingPointError):
+    """With ``ember.config.update("debug_nans", True)``: a primitive produced a NaN from operands without
+    one (a ``FloatingPointError``, as in JAX)."""

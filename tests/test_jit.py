@@ -308,3 +308,23 @@ def test_lowered_source_is_what_runs_and_debuggers_can_read_it():
     assert f.trace_count == 1
     f(enp.ones(3))
     assert f.trace_count == 1  # lower() filled the cache
+
+
+# --- debug_nans ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_debug_nans_names_the_primitive_that_made_the_nan(jitted):
+    def f(x):
+        return enp.log(x - 2.0) * 3.0
+
+    f = ember.jit(f) if jitted else f
+    x = enp.ones(3)
+    assert np.isnan(np.asarray(f(x))).all()  # off: NaNs flow, as in NumPy
+    ember.config.update("debug_nans", True)
+    try:
+        with pytest.raises(ember.errors.NaNError, match=r"^log produced a NaN \(debug_nans is on\) from operands \(float32\[3\]\)"):
+            f(x)
+        np.testing.assert_allclose(np.asarray(f(enp.full(3, 3.0))), 0.0, atol=1e-6)  # no NaN: no error
+    finally:
+        ember.config.update("debug_nans", False)

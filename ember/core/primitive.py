@@ -20,7 +20,8 @@ from typing import Any
 from ember.backends import cpu as _cpu
 from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
-from ember.errors import ConcretizationError, TracerLeakError
+from ember.config import config
+from ember.errors import ConcretizationError, NaNError, TracerLeakError
 
 __all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "custom_jvp_call", "custom_vjp_call", "new_trace", "trace_stack"]
 
@@ -114,6 +115,35 @@ class Primitive:
         _EAGER_AVALS[key] = out_aval
         return out_aval
 
+
+def _bind_checking_nans(self: Primitive, *args: Any, **params: Any):
+    """`Primitive.bind` while ``debug_nans`` is on: a concrete result with a NaN, computed from operands
+    without one, raises (under transforms, the check happens where concrete values are computed)."""
+    out = _bind_unchecked(self, *args, **params)
+    outs = out if self.multiple_results else [out]
+    if any(has_nan(o) for o in outs) and not any(has_nan(x) for x in args):
+        operands = ", ".join(f"{x.dtype}{list(x.shape)}" for x in args)
+        raise NaNError(f"{self.name} produced a NaN (debug_nans is on) from operands ({operands}) without one; "
+                       "ember.config.update('debug_nans', False) turns the check off")  # fmt: skip
+    return out
+
+
+def has_nan(x: Any) -> bool:
+    """Whether `x` is a concrete floating/complex Array holding a NaN."""
+    return type(x) is Array and x.dtype.kind in "fc" and bool(_cpu.xp.isnan(x._value).any())
+
+
+_bind_unchecked = Primitive.bind
+
+
+def _set_debug_nans(name: str, value: Any) -> None:
+    # Swapping the method keeps the check off the hot path while the option is off.
+    if name == "debug_nans":
+        Primitive.bind = _bind_checking_nans if value else _bind_unchecked
+
+
+config.on_update(_set_debug_nans)
+_set_debug_nans("debug_nans", config.debug_nans)
 
 _EAGER_AVALS: dict[tuple, Any] = {}
 _EAGER_AVALS_MAX = 8192

@@ -34,7 +34,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.array import Array, from_host, wrap
 from ember.core.batching import axis_rules
 from ember.core.ir import Program, eval_program
-from ember.core.primitive import Primitive, Tracer, find_top_trace, trace_stack
+from ember.core.primitive import Primitive, Tracer, find_top_trace, has_nan, trace_stack
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
 from ember.errors import ArgumentTypeError
@@ -153,9 +153,7 @@ class _JitCall(Primitive):
     """``jit_call[program](*consts, *args)``: a jitted function called under another transform."""
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
-        program = params["program"]
-        outs = _compiled_sub(params["sub"])(*[x._value for x in args])
-        return _wrap_outputs(outs, [v.aval for v in program.outvars])
+        return _run_compiled(params["sub"], args)
 
 
 jit_call_p = _JitCall("jit_call", multiple_results=True)
@@ -188,10 +186,19 @@ axis_rules[jit_call_p] = _jit_call_batch
 # --- compilation -------------------------------------------------------------------------------------
 
 
+# Primitives that generated code runs with a Python implementation on raw buffers instead of a backend
+# kernel: ``raw_impls[prim](*buffers, **params) -> output buffer(s)``. Filled by the modules defining them
+# (control flow, callbacks in ember/lax/control_flow.py and ember/transforms/callback.py).
+raw_impls: dict[Primitive, Callable[..., Any]] = {}
+
+
 def _raw_kernel(prim: Primitive) -> Callable[..., Any]:
     """The function generated code calls for `prim`: its backend kernel, or for a staged custom rule
     the compiled program of its function (the rule matters only to transforms, which never see
     generated code)."""
+    impl = raw_impls.get(prim)
+    if impl is not None:
+        return impl
     if prim is custom_jvp_call_p or prim is custom_vjp_call_p:
         return _run_custom_call
     return cpu.kernel(prim.name)
@@ -205,6 +212,15 @@ def _compiled_sub(sub: SubProgram) -> Compiled:
     if sub.compiled is None:
         sub.compiled = compile_program(sub.program, _raw_kernel, sub.name)
     return sub.compiled
+
+
+def _run_compiled(sub: SubProgram, args: Sequence[Array]) -> list[Array]:
+    """Run the compiled program on constants-then-inputs; with ``debug_nans`` on, a NaN in the outputs
+    runs the program again equation by equation, so that the primitive that made it raises."""
+    outs = _wrap_outputs(_compiled_sub(sub)(*[x._value for x in args]), [v.aval for v in sub.program.outvars])
+    if config.debug_nans and any(has_nan(o) for o in outs) and not any(has_nan(x) for x in args):
+        sub(*args)
+    return outs
 
 
 def _wrap_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Array]:
@@ -240,6 +256,8 @@ class _Entry:
     def run(self, leaves: Sequence[Array]) -> list[Array]:
         """The outputs for the arguments' leaves, compiled when nothing is traced, else by binding."""
         if self.const_buffers is not None and (not trace_stack() or find_top_trace(leaves, trace_stack()) is None):
+            if config.debug_nans:
+                return _run_compiled(self.sub, [*self.consts, *leaves])
             outs = self.compiled(*self.const_buffers, *[x._value for x in leaves])
             return _wrap_outputs(outs, self.out_avals)
         return jit_call_p.bind(*self.consts, *leaves, program=self.program, sub=self.sub)
