@@ -34,7 +34,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.array import Array, from_host, wrap
 from ember.core.batching import axis_rules
 from ember.core.ir import Program, eval_program
-from ember.core.primitive import Primitive, Tracer, find_top_trace, has_nan, trace_stack
+from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_nan
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
 from ember.errors import ArgumentTypeError
@@ -224,18 +224,15 @@ def _run_compiled(sub: SubProgram, args: Sequence[Array]) -> list[Array]:
 
 
 def _wrap_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Array]:
-    wrapped = []
-    for value, aval in zip(outs, avals, strict=True):
-        if type(value) is not np.ndarray or value.dtype != aval.dtype:
-            value = np.asarray(value, dtype=aval.dtype)
-        wrapped.append(wrap(value, aval.weak_type))
-    return wrapped
+    # Kernels may return NumPy scalars for 0-d results; the program's avals are the contract.
+    return [wrap(v if type(v) is np.ndarray and v.dtype == a.dtype else np.asarray(v, dtype=a.dtype), a.weak_type)
+            for v, a in zip(outs, avals)]  # fmt: skip
 
 
 class _Entry:
     """One cached trace: the optimized program, its constants, and the compiled code."""
 
-    __slots__ = ("consts", "const_buffers", "out_avals", "out_tree", "program", "sub")
+    __slots__ = ("const_buffers", "consts", "fn", "out_avals", "out_tree", "program", "single", "sub")
 
     def __init__(self, program: Program, consts: list[Any], out_tree: Any, name: str):
         from ember.core.passes import optimize
@@ -246,8 +243,10 @@ class _Entry:
         self.out_tree = out_tree
         self.out_avals = [v.aval for v in program.outvars]
         self.sub = SubProgram(program, name)
+        self.single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1  # the output is one array
         concrete = not any(isinstance(c, Tracer) for c in consts)
         self.const_buffers = [c._value for c in consts] if concrete else None
+        self.fn = self.compiled.fn
 
     @property
     def compiled(self) -> Compiled:
@@ -255,11 +254,10 @@ class _Entry:
 
     def run(self, leaves: Sequence[Array]) -> list[Array]:
         """The outputs for the arguments' leaves, compiled when nothing is traced, else by binding."""
-        if self.const_buffers is not None and (not trace_stack() or find_top_trace(leaves, trace_stack()) is None):
+        if self.const_buffers is not None and (not _state.stack or find_top_trace(leaves, _state.stack) is None):
             if config.debug_nans:
                 return _run_compiled(self.sub, [*self.consts, *leaves])
-            outs = self.compiled(*self.const_buffers, *[x._value for x in leaves])
-            return _wrap_outputs(outs, self.out_avals)
+            return _wrap_outputs(self.fn(*self.const_buffers, *[x._value for x in leaves]), self.out_avals)
         return jit_call_p.bind(*self.consts, *leaves, program=self.program, sub=self.sub)
 
 
@@ -299,6 +297,7 @@ class Jitted:
         self.donate_argnums = donate_argnums
         self.trace_count = 0
         self._cache: collections.OrderedDict[_Signature, _Entry] = collections.OrderedDict()
+        self._fast: dict[tuple, tuple[_Entry, _Signature]] = {}  # flat key of all-Array positional calls
         self._last: tuple[_Signature, list[str]] | None = None
         self._params = _param_names(fun)
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it could overwrite ours
@@ -388,12 +387,12 @@ class Jitted:
         self.trace_count += 1
         return _Entry(closed.program, closed.consts, closed.out_tree, _fun_name(self.fun))
 
-    def _lookup(self, args: tuple, kwargs: dict) -> tuple[_Entry, list[Array]]:
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple[_Entry, list[Array], _Signature]:
         sig, arrays, args, kwargs = self._flatten(args, kwargs)
         entry = self._cache.get(sig)
         if entry is not None:
             self._cache.move_to_end(sig)
-            return entry, arrays
+            return entry, arrays, sig
         if config.explain_retrace and self._last is not None:
             log.warning("%s", self._explain(self._last, sig, self._paths(args, kwargs)))
         entry = self._trace(sig, args, kwargs)
@@ -402,7 +401,8 @@ class Jitted:
             self._cache[sig] = entry
             while len(self._cache) > config.jit_cache_size:
                 self._cache.popitem(last=False)
-        return entry, arrays
+                self._fast.clear()
+        return entry, arrays, sig
 
     def _explain(self, last: tuple[_Signature, list[str]], sig: _Signature, paths: list[str]) -> str:
         old, old_paths = last
@@ -426,9 +426,26 @@ class Jitted:
         return f"{self._name}: retracing because {reason}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The fast lane: positional Array arguments, no transform active. The key is what the
+        # signature would be (a flat tuple of leaves has one pytree structure per length).
+        if not kwargs and not _state.stack:
+            key: list[Any] = [config.enable_x64]
+            for x in args:
+                if type(x) is not Array:
+                    break
+                key.append((x._value.shape, x._value.dtype, x._weak))
+            else:
+                hit = self._fast.get(tuple(key))
+                if hit is not None and not (config.disable_jit or config.debug_nans):
+                    entry, sig = hit
+                    self._cache.move_to_end(sig)
+                    outs = _wrap_outputs(entry.fn(*entry.const_buffers, *[x._value for x in args]), entry.out_avals)
+                    return outs[0] if entry.single else tree_unflatten(entry.out_tree, outs)
         if config.disable_jit:
             return self.fun(*args, **kwargs)
-        entry, arrays = self._lookup(args, kwargs)
+        entry, arrays, sig = self._lookup(args, kwargs)
+        if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
+            self._fast[(sig.x64, *sig.avals)] = (entry, sig)
         return tree_unflatten(entry.out_tree, entry.run(arrays))
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
@@ -441,6 +458,7 @@ class Jitted:
     def clear_cache(self) -> None:
         """Forget every trace (the next call traces again)."""
         self._cache.clear()
+        self._fast.clear()
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
