@@ -171,7 +171,7 @@ def test_jit_composes_with_every_transform_in_any_order(order):
     if order in ("jit_jvp", "jvp_jit"):
         tangent = ember.tree.map(enp.ones_like, params)
         inner = jit(mlp_loss) if order == "jvp_jit" else mlp_loss
-        run = lambda p: ember.jvp(lambda q: inner(q, xs, ys), (p,), (tangent,))  # noqa: E731
+        run = lambda p: ember.jvp(lambda q: inner(q, xs, ys), (p,), (tangent,))
         got = jit(run)(params) if order == "jit_jvp" else run(params)
         want = ember.jvp(lambda q: mlp_loss(q, xs, ys), (params,), (tangent,))
     else:

@@ -132,7 +132,7 @@ def _as_array(x: Any, what: str, op: str) -> Array:
         return x
     try:
         return from_host(x, op)
-    except Exception as err:  # noqa: BLE001 - re-raised with the argument's path
+    except Exception as err:
         raise ArgumentTypeError(
             f"{op}: {what} is a {type(x).__name__}, which is not an array; pass arrays (or pytrees of arrays) "
             "to a jitted function, or mark the argument static with static_argnums / static_argnames"
@@ -405,7 +405,7 @@ class Jitted:
         return entry, arrays, sig
 
     def _explain(self, last: tuple[_Signature, list[str]], sig: _Signature, paths: list[str]) -> str:
-        old, old_paths = last
+        old, _ = last
         why = []
         if old.x64 != sig.x64:
             why.append(f"enable_x64 changed from {old.x64} to {sig.x64}")
