@@ -450,6 +450,13 @@ def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb):
     lfree = [lhs.shape[i] for i in lf]
     rfree = [rhs.shape[i] for i in rf]
     k = math.prod(lhs.shape[i] for i in lc)
-    a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(math.prod(batch), math.prod(lfree), k)
-    c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(math.prod(batch), k, math.prod(rfree))
+    nb, m, n = math.prod(batch), math.prod(lfree), math.prod(rfree)
+    if k == 1:
+        # Nothing to contract: a batch of outer products (per-example weight gradients). BLAS does
+        # these as k=1 matrix products, several times slower than einsum's product loop.
+        a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m)
+        c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, n)
+        return xp.einsum("bi,bj->bij", a, c).reshape(tuple(batch + lfree + rfree))
+    a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m, k)
+    c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, k, n)
     return xp.matmul(a, c).reshape(tuple(batch + lfree + rfree))
