@@ -36,10 +36,12 @@ def test_quick_demo(tmp_path):
     assert accuracy, out
     assert float(accuracy.group(1)) > 30.0, out  # chance is 10%; two noisy epochs reach about 60%
 
-    timing = re.search(r"^time per step \(batch \d+\): ([\d.]+) ms with vmap\(grad\), ([\d.]+) ms with a Python loop "
-                       r"of grad over the examples: ([\d.]+)x speedup", out, flags=re.MULTILINE)
+    timing = re.search(r"^time per step \(batch \d+\): ([\d.]+) ms with jit\(vmap\(grad\)\), ([\d.]+) ms with "
+                       r"vmap\(grad\) without jit, ([\d.]+) ms with a Python loop of grad over the examples: "
+                       r"([\d.]+)x speedup", out, flags=re.MULTILINE)
     assert timing, out
     assert all(float(v) > 0 for v in timing.groups())
+    assert re.search(r"^first call of the jitted step \(trace \+ compile \+ run\): \d+ ms$", out, flags=re.MULTILINE), out
 
     assert f"figure saved to {figure.resolve()}" in out
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
