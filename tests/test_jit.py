@@ -328,3 +328,21 @@ def test_debug_nans_names_the_primitive_that_made_the_nan(jitted):
         np.testing.assert_allclose(np.asarray(f(enp.full(3, 3.0))), 0.0, atol=1e-6)  # no NaN: no error
     finally:
         ember.config.update("debug_nans", False)
+
+
+def test_vmap_of_jit_runs_a_batched_program_traced_once():
+    calls = []
+
+    @ember.jit
+    def f(x, w):
+        calls.append(1)
+        return enp.tanh(x @ w) * 2.0
+
+    w = _rand(4, 3)
+    xs = _rand(8, 5, 4)
+    for _ in range(2):
+        got = ember.vmap(f, in_axes=(0, None))(enp.asarray(xs), enp.asarray(w))
+        np.testing.assert_allclose(np.asarray(got), np.tanh(xs @ w) * 2.0, rtol=1e-5)
+    assert f.trace_count == 1 and len(calls) == 1
+    entry = next(iter(f._cache.values()))
+    assert list(entry.sub.derived) == [("vmap", (0, None), 8)]  # the batched program, made once

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.core.abstract import ShapedArray
-from ember.core.ir import Eqn, Program, Var, eval_program
+from ember.core.ir import Eqn, Program, Var, eval_program, is_effectful
 from ember.core.primitive import Primitive, Trace, Tracer, custom_jvp_call, custom_vjp_call, new_trace
 from ember.errors import ConcretizationError
 
@@ -125,7 +125,7 @@ class StagingTrace(Trace):
         live = set(outvars)
         eqns = []
         for eqn in reversed(self.eqns):
-            if any(v in live for v in eqn.outvars):
+            if any(v in live for v in eqn.outvars) or is_effectful(eqn):
                 eqns.append(eqn)
                 live.update(v for v in eqn.inputs if isinstance(v, Var))
         eqns.reverse()
@@ -160,12 +160,13 @@ class SubProgram:
     """A program held as a parameter of an equation (a custom rule's function): compared by identity,
     evaluated by binding (`__call__`), compiled by the backend once (`compiled`, set by jit)."""
 
-    __slots__ = ("compiled", "name", "program")
+    __slots__ = ("compiled", "derived", "name", "program")
 
     def __init__(self, program: Program, name: str):
         self.program = program
         self.name = name
         self.compiled: Any = None
+        self.derived: dict[Any, Any] = {}  # programs transforms made from this one (jit's batched versions)
 
     @property
     def num_consts(self) -> int:

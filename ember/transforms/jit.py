@@ -39,7 +39,7 @@ from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
 from ember.errors import ArgumentTypeError
 from ember.transforms.jvp import jvp_flat
-from ember.transforms.vmap import BatchTracer
+from ember.transforms.vmap import BatchTracer, vmap
 
 __all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir"]
 
@@ -173,9 +173,25 @@ def _jit_call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, program: P
     return jvp_flat(lambda *xs: _call_program(xs, program), primals, tangents)
 
 
-def _jit_call_batch(trace: Any, vals: Sequence[Any], dims: Sequence[Any], *, program: Program, **_: Any):
-    outs = [trace.full_raise(o) for o in _call_program([BatchTracer(trace, v, d) for v, d in zip(vals, dims)], program)]
-    return [o.val for o in outs], [o.bdim for o in outs]
+def _jit_call_batch(trace: Any, vals: Sequence[Any], dims: Sequence[Any], *, program: Program, sub: SubProgram):
+    """vmap of a jitted function: the batched program, traced once per (batch axes, size) and called
+    like the original, so that ``vmap(jit(f))`` still runs compiled code. A vmap with an axis name
+    (collectives inside must see it) or run in chunks evaluates the program on its own trace instead."""
+    if trace.axis_name is not None or trace.chunked:
+        outs = [trace.full_raise(o) for o in _call_program([BatchTracer(trace, v, d) for v, d in zip(vals, dims)],
+                                                           program)]  # fmt: skip
+        return [o.val for o in outs], [o.bdim for o in outs]
+    key = ("vmap", tuple(dims), trace.axis_size)
+    batched = sub.derived.get(key)
+    if batched is None:
+        fn = vmap(lambda *xs: _call_program(xs, program), in_axes=tuple(dims), axis_size=trace.axis_size)
+        b_program, b_consts, _ = stage(fn, [v.aval for v in vals], "jit")
+        batched = (b_program, b_consts, SubProgram(b_program, sub.name))
+        if not any(isinstance(c, Tracer) for c in b_consts):
+            sub.derived[key] = batched
+    b_program, b_consts, b_sub = batched
+    outs = jit_call_p.bind(*b_consts, *vals, program=b_program, sub=b_sub)
+    return outs, [0] * len(outs)
 
 
 jit_call_p.inline = _jit_call_inline
