@@ -109,7 +109,7 @@ class Env:
             else:
                 try:
                     mod = loader()
-                except Exception as e:  # ImportError, or a broken install
+                except Exception as e:  # noqa: BLE001  (ImportError, or a broken install)
                     self.missing[impl] = f"not importable ({type(e).__name__}: {e})".splitlines()[0][:120]
             self._mods[impl] = mod
         return self._mods[impl]
@@ -146,7 +146,7 @@ class Env:
             import ember
 
             out["ember"] = getattr(ember, "__version__", "?")
-        except Exception as e:  # pragma: no cover
+        except Exception as e:  # noqa: BLE001  # pragma: no cover
             out["ember"] = f"unimportable: {e}"
         for impl in ("torch", "jax"):
             mod = self._mods.get(impl)

@@ -1,0 +1,269 @@
+"""vmap, eager: per-example gradients of an MLP and of a small CNN, and an ensemble of MLPs.
+
+* ``per_sample_grads_mlp``: the gradient of each example's cross-entropy loss
+  (MLP 64-128-128-10, tanh, batch 128) with respect to every parameter:
+  ``vmap(grad(loss), in_axes=(None, 0, 0))``. Output: one (128, *param.shape)
+  array per parameter.
+* ``per_sample_grads_cnn``: the same for a CNN on 8x8x1 images (conv 3x3 1->8,
+  relu, conv 3x3 8->16, relu, flatten, dense 256->10; NCHW / OIHW, 'VALID'),
+  batch 64, with ``ember.lax.conv_general_dilated``.
+* ``ensemble_8_mlps``: the forward pass of 8 MLPs 64-128-128-10 with stacked
+  parameters on one batch of 128: ``vmap(predict, in_axes=(0, None))``.
+
+The NumPy baselines are written by hand: one batched forward pass that keeps
+the activations, then the backward pass for all examples at once (batched outer
+products for the weight gradients; im2col with ``sliding_window_view`` and
+matmuls for the convolutions), with no autodiff and no Python loop over
+examples. torch runs ``torch.func`` eagerly; JAX runs ``jax.jit`` of the same
+transforms on the CPU (the "JAX jit" column of DESIGN.md's table).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from benchmarks.registry import workload
+
+MLP_SIZES = (64, 128, 128, 10)
+MLP_BATCH = 128
+CNN_BATCH, CNN_HW, CNN_C1, CNN_C2, CNN_K, N_CLASSES = 64, 8, 8, 16, 3, 10
+ENSEMBLE = 8
+
+
+def _one_hot(rng, n):
+    return np.eye(N_CLASSES, dtype=np.float32)[rng.integers(0, N_CLASSES, n)]
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _mlp_params(rng, sizes=MLP_SIZES, lead=()):
+    """[w1, b1, w2, b2, ...], w of shape (*lead, n_in, n_out) (x @ w + b), LeCun-normal, small biases."""
+    out = []
+    for n_in, n_out in itertools.pairwise(sizes):
+        out.append((rng.standard_normal((*lead, n_in, n_out)) / np.sqrt(n_in)).astype(np.float32))
+        out.append((0.1 * rng.standard_normal((*lead, n_out))).astype(np.float32))
+    return out
+
+
+# --------------------------------------------------------------------------- per-example grads, MLP
+
+
+def numpy_mlp_per_sample_grads(params, x, y):
+    """Per-example gradients of -sum(y * log_softmax(mlp(x))) for every row of x, by hand."""
+    ws, bs = params[0::2], params[1::2]
+    hs = [x]
+    for w, b in zip(ws[:-1], bs[:-1]):
+        hs.append(np.tanh(hs[-1] @ w + b))
+    delta = _softmax(hs[-1] @ ws[-1] + bs[-1]) - y  # d loss / d logits, (B, 10)
+    grads = []
+    for k in range(len(ws) - 1, -1, -1):
+        h = hs[k]
+        grads += [delta, h[:, :, None] * delta[:, None, :]]  # b, then w (reversed below)
+        if k:
+            delta = (delta @ ws[k].T) * (1 - h * h)
+    return grads[::-1]
+
+
+@workload("per_sample_grads_mlp", family="per_sample", target=1.0, rtol=1e-4, atol=1e-5,
+          description="vmap(grad) MLP 64-128-128-10 b128")  # fmt: skip
+def _(env):
+    import ember
+    from ember.scipy.special import logsumexp
+
+    enp = env.enp
+    rng = np.random.default_rng(0)
+    params = _mlp_params(rng)
+    x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
+    y = _one_hot(rng, MLP_BATCH)
+
+    def loss(params, x, y):  # one example: x (64,), y one-hot (10,)
+        h = x
+        for i in range(0, len(params) - 2, 2):
+            h = enp.tanh(h @ params[i] + params[i + 1])
+        logits = h @ params[-2] + params[-1]
+        return logsumexp(logits) - enp.sum(y * logits)
+
+    per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
+    eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
+    impls = {"numpy": lambda: numpy_mlp_per_sample_grads(params, x, y),
+             "ember": lambda: per_sample(eparams, ex, ey)}  # fmt: skip
+    if env.torch is not None:
+        torch = env.torch
+        tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
+
+        def tloss(params, x, y):
+            h = x
+            for i in range(0, len(params) - 2, 2):
+                h = torch.tanh(h @ params[i] + params[i + 1])
+            logits = h @ params[-2] + params[-1]
+            return torch.logsumexp(logits, -1) - torch.sum(y * logits)
+
+        tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
+        impls["torch"] = lambda: tper_sample(tparams, tx, ty)
+    if env.jnp is not None:
+        jax, jnp = env.jax, env.jnp
+        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(y)
+
+        def jloss(params, x, y):
+            h = x
+            for i in range(0, len(params) - 2, 2):
+                h = jnp.tanh(h @ params[i] + params[i + 1])
+            logits = h @ params[-2] + params[-1]
+            return jax.nn.logsumexp(logits) - jnp.sum(y * logits)
+
+        jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
+        impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
+    return impls
+
+
+# --------------------------------------------------------------------------- per-example grads, CNN
+
+
+def _im2col(a, k=CNN_K):
+    """(B, C, H, W) -> (B, Ho*Wo, C*k*k): every 'VALID' k x k window as a row (a copy)."""
+    win = sliding_window_view(a, (k, k), axis=(2, 3))  # (B, C, Ho, Wo, k, k)
+    b, c, ho, wo = win.shape[:4]
+    return win.transpose(0, 2, 3, 1, 4, 5).reshape(b, ho * wo, c * k * k), ho, wo
+
+
+def numpy_cnn_per_sample_grads(params, x, y):
+    """Per-example gradients of the CNN's cross-entropy, by hand: im2col forward, matmul backward, col2im."""
+    k1, c1, k2, c2, w, b = params
+    n, k = x.shape[0], CNN_K
+    p1, ho1, wo1 = _im2col(x)  # (B, 36, 9)
+    a1 = p1 @ k1.reshape(k1.shape[0], -1).T + c1  # (B, 36, 8)   pixels x channels
+    h1 = np.maximum(a1, 0)
+    h1_nchw = h1.transpose(0, 2, 1).reshape(n, -1, ho1, wo1)
+    p2, ho2, wo2 = _im2col(h1_nchw)  # (B, 16, 72)
+    k2m = k2.reshape(k2.shape[0], -1)  # (16, 72)
+    a2 = p2 @ k2m.T + c2  # (B, 16, 16)
+    h2 = np.maximum(a2, 0)
+    f = h2.transpose(0, 2, 1).reshape(n, -1)  # flatten as NCHW: (B, 256)
+    delta = _softmax(f @ w + b) - y  # (B, 10)
+    gw, gb = f[:, :, None] * delta[:, None, :], delta
+    da2 = (delta @ w.T).reshape(n, -1, ho2 * wo2).transpose(0, 2, 1) * (a2 > 0)  # (B, 16, 16)
+    gk2 = (da2.transpose(0, 2, 1) @ p2).reshape(n, *k2.shape)
+    gc2 = da2.sum(axis=1)
+    dp2 = (da2 @ k2m).reshape(n, ho2, wo2, -1, k, k)  # d loss / d windows
+    dh1 = np.zeros((n, ho1, wo1, dp2.shape[3]), np.float32)  # col2im, NHWC: a loop over the k*k offsets
+    for i in range(k):
+        for j in range(k):
+            dh1[:, i:i + ho2, j:j + wo2, :] += dp2[..., i, j]  # fmt: skip
+    da1 = dh1.reshape(n, ho1 * wo1, -1) * (a1 > 0)  # (B, 36, 8)
+    gk1 = (da1.transpose(0, 2, 1) @ p1).reshape(n, *k1.shape)
+    gc1 = da1.sum(axis=1)
+    return [gk1, gc1, gk2, gc2, gw, gb]
+
+
+@workload("per_sample_grads_cnn", family="per_sample", target=0.6, rtol=1e-4, atol=1e-5,
+          description="vmap(grad) CNN 2conv+dense b64")  # fmt: skip
+def _(env):
+    import ember
+    from ember.scipy.special import logsumexp
+
+    enp, lax = env.enp, ember.lax
+    rng = np.random.default_rng(1)
+    k, hw = CNN_K, CNN_HW
+    flat = CNN_C2 * (hw - 2 * (k - 1)) ** 2
+    params = [(rng.standard_normal((CNN_C1, 1, k, k)) / k).astype(np.float32),
+              (0.1 * rng.standard_normal(CNN_C1)).astype(np.float32),
+              (rng.standard_normal((CNN_C2, CNN_C1, k, k)) / np.sqrt(CNN_C1 * k * k)).astype(np.float32),
+              (0.1 * rng.standard_normal(CNN_C2)).astype(np.float32),
+              (rng.standard_normal((flat, N_CLASSES)) / np.sqrt(flat)).astype(np.float32),
+              (0.1 * rng.standard_normal(N_CLASSES)).astype(np.float32)]  # fmt: skip
+    x = rng.standard_normal((CNN_BATCH, 1, hw, hw)).astype(np.float32)
+    y = _one_hot(rng, CNN_BATCH)
+
+    def loss(params, x, y):  # one example: x (1, 8, 8), y one-hot (10,)
+        k1, c1, k2, c2, w, b = params
+        h = enp.maximum(lax.conv_general_dilated(x[None], k1, (1, 1), "VALID") + c1[:, None, None], 0.0)
+        h = enp.maximum(lax.conv_general_dilated(h, k2, (1, 1), "VALID") + c2[:, None, None], 0.0)
+        logits = h.reshape(-1) @ w + b
+        return logsumexp(logits) - enp.sum(y * logits)
+
+    per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
+    eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
+    impls = {"numpy": lambda: numpy_cnn_per_sample_grads(params, x, y),
+             "ember": lambda: per_sample(eparams, ex, ey)}  # fmt: skip
+    if env.torch is not None:
+        torch = env.torch
+        conv2d = torch.nn.functional.conv2d
+        tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
+
+        def tloss(params, x, y):
+            k1, c1, k2, c2, w, b = params
+            h = torch.relu(conv2d(x[None], k1, c1))
+            h = torch.relu(conv2d(h, k2, c2))
+            logits = h.reshape(-1) @ w + b
+            return torch.logsumexp(logits, -1) - torch.sum(y * logits)
+
+        tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
+        impls["torch"] = lambda: tper_sample(tparams, tx, ty)
+    if env.jnp is not None:
+        jax, jnp = env.jax, env.jnp
+        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(y)
+
+        def jloss(params, x, y):
+            k1, c1, k2, c2, w, b = params
+            h = jax.nn.relu(jax.lax.conv_general_dilated(x[None], k1, (1, 1), "VALID") + c1[:, None, None])
+            h = jax.nn.relu(jax.lax.conv_general_dilated(h, k2, (1, 1), "VALID") + c2[:, None, None])
+            logits = h.reshape(-1) @ w + b
+            return jax.nn.logsumexp(logits) - jnp.sum(y * logits)
+
+        jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
+        impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
+    return impls
+
+
+# --------------------------------------------------------------------------- ensemble forward
+
+
+def numpy_ensemble(params, x):
+    """Logits of every member: matmul broadcasts the (M, n_in, n_out) weights against the shared batch."""
+    h = x
+    for i in range(0, len(params), 2):
+        h = h @ params[i] + params[i + 1][:, None, :]
+        if i < len(params) - 2:
+            h = np.tanh(h)
+    return h  # (M, B, 10)
+
+
+@workload("ensemble_8_mlps", family="vmap", target=None, rtol=1e-4, atol=1e-5,
+          description="vmap fwd 8 MLPs 64-128-128-10 b128")  # fmt: skip
+def _(env):
+    import ember
+
+    enp = env.enp
+    rng = np.random.default_rng(2)
+    params = _mlp_params(rng, lead=(ENSEMBLE,))
+    x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
+
+    def make_predict(xp):
+        def predict(params, x):  # one member's parameters, the whole batch
+            h = x
+            for i in range(0, len(params) - 2, 2):
+                h = xp.tanh(h @ params[i] + params[i + 1])
+            return h @ params[-2] + params[-1]
+
+        return predict
+
+    ensemble = ember.vmap(make_predict(enp), in_axes=(0, None))
+    eparams, ex = [enp.asarray(p) for p in params], enp.asarray(x)
+    impls = {"numpy": lambda: numpy_ensemble(params, x), "ember": lambda: ensemble(eparams, ex)}
+    if env.torch is not None:
+        torch = env.torch
+        tparams, tx = tuple(torch.tensor(p) for p in params), torch.tensor(x)
+        tensemble = torch.func.vmap(make_predict(torch), in_dims=(0, None))
+        impls["torch"] = lambda: tensemble(tparams, tx)
+    if env.jnp is not None:
+        jax, jnp = env.jax, env.jnp
+        jparams, jx = [jnp.asarray(p) for p in params], jnp.asarray(x)
+        jensemble = jax.jit(jax.vmap(make_predict(jnp), in_axes=(0, None)))
+        impls["jax"] = lambda: jensemble(jparams, jx).block_until_ready()
+    return impls
