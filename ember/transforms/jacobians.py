@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.array import Array, from_host
+from ember.core.array import Array, from_host, wrap
 from ember.core.primitive import PRIMITIVES, new_trace
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.core.staging import StagingTrace
@@ -61,7 +61,7 @@ def _basis(leaves: Sequence[Any], total: int) -> list[Array]:
         n = int(np.prod(leaf.shape, dtype=np.int64))
         block = np.zeros((total, n), dtype=leaf.dtype)
         block[np.arange(start, start + n), np.arange(n)] = 1
-        out.append(from_host(block.reshape((total, *leaf.shape))))
+        out.append(wrap(block.reshape((total, *leaf.shape))))  # a fresh buffer: no copy needed
         start += n
     return out
 
