@@ -39,7 +39,7 @@ Impls = dict[str, Callable[[], Any]]
 #: Implementations the runner knows, in table order, each with the ``Env``
 #: attribute that must not be None for it to run (None: always available).
 #: "numpy" is the baseline. A new column (say "torch_compile": "torch") is one line here.
-IMPLEMENTATIONS: dict[str, str | None] = {"numpy": None, "ember": None, "torch": "torch", "jax": "jnp"}
+IMPLEMENTATIONS: dict[str, str | None] = {"numpy": None, "ember": None, "ember_jit": None, "torch": "torch", "jax": "jnp"}
 BASELINE = "numpy"
 
 

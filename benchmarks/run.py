@@ -246,8 +246,10 @@ class _Table:
             q = r.ratios.get(i)
             cells.append(f"{q['median']:.2f} ({q['min']:.2f})" if q else "-")
         tgt = ""
-        if r.target is not None and "ember" in r.ratios:
-            tgt = f"<={r.target:g}x " + ("ok" if r.ratios["ember"]["median"] <= r.target else "MISS")
+        # The targets are for ember at its best: under jit where the workload has a jitted version.
+        best = "ember_jit" if "ember_jit" in r.ratios else "ember"
+        if r.target is not None and best in r.ratios:
+            tgt = f"<={r.target:g}x " + ("ok" if r.ratios[best]["median"] <= r.target else "MISS")
         cells.append(tgt)
         self._p(self._line(cells))
 

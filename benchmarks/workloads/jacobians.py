@@ -70,6 +70,8 @@ def _(env):
     ex, ey, ew = enp.asarray(x), enp.asarray(y), enp.asarray(w)
     hess = ember.hessian(make_loss(enp, lambda z: enp.logaddexp(0.0, z), ex, ey))
     impls = {"numpy": lambda: numpy_logistic_hessian(x, w), "ember": lambda: hess(ew)}
+    jit_hess = ember.jit(hess)
+    impls["ember_jit"] = lambda: jit_hess(ew)
     if env.torch is not None:
         torch = env.torch
         tx, ty, tw = torch.tensor(x), torch.tensor(y), torch.tensor(w)
@@ -106,6 +108,8 @@ def _tanh_jacobian_setup(env, mode):
     ew, ex = enp.asarray(w), enp.asarray(x)
     jac = getattr(ember, mode)(lambda x: enp.tanh(ew @ x))
     impls = {"numpy": lambda: numpy_tanh_jacobian(w, x), "ember": lambda: jac(ex)}
+    jit_jac = ember.jit(jac)
+    impls["ember_jit"] = lambda: jit_jac(ex)
     if env.torch is not None:
         torch = env.torch
         tw, tx = torch.tensor(w), torch.tensor(x)
@@ -176,6 +180,8 @@ def _(env):
     egrad = ember.grad(make_loss(enp, ex, et))
     impls = {"numpy": lambda: numpy_mlp_hvp(params, vs, x, t),
              "ember": lambda: ember.jvp(egrad, (eparams,), (evs,))[1]}  # fmt: skip
+    jit_hvp = ember.jit(lambda p, v: ember.jvp(egrad, (p,), (v,))[1])
+    impls["ember_jit"] = lambda: jit_hvp(eparams, evs)
     if env.torch is not None:
         torch = env.torch
         tx, tt = torch.tensor(x), torch.tensor(t)
@@ -256,6 +262,8 @@ def _(env):
     eparams, ex1, ex2 = [enp.asarray(p) for p in params], enp.asarray(x1), enp.asarray(x2)
     impls = {"numpy": lambda: numpy_ntk(params, x1, x2),
              "ember": lambda: contract(ejac(eparams, ex1), ejac(eparams, ex2))}  # fmt: skip
+    jit_ntk = ember.jit(lambda p, a, b: contract(ejac(p, a), ejac(p, b)))
+    impls["ember_jit"] = lambda: jit_ntk(eparams, ex1, ex2)
     if env.torch is not None:
         torch = env.torch
         tparams, tx1, tx2 = tuple(torch.tensor(p) for p in params), torch.tensor(x1), torch.tensor(x2)

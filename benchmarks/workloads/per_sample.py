@@ -93,6 +93,8 @@ def _(env):
     eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
     impls = {"numpy": lambda: numpy_mlp_per_sample_grads(params, x, y),
              "ember": lambda: per_sample(eparams, ex, ey)}  # fmt: skip
+    jit_per_sample = ember.jit(per_sample)
+    impls["ember_jit"] = lambda: jit_per_sample(eparams, ex, ey)
     if env.torch is not None:
         torch = env.torch
         tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
@@ -191,6 +193,8 @@ def _(env):
     eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
     impls = {"numpy": lambda: numpy_cnn_per_sample_grads(params, x, y),
              "ember": lambda: per_sample(eparams, ex, ey)}  # fmt: skip
+    jit_per_sample = ember.jit(per_sample)
+    impls["ember_jit"] = lambda: jit_per_sample(eparams, ex, ey)
     if env.torch is not None:
         torch = env.torch
         conv2d = torch.nn.functional.conv2d
@@ -256,6 +260,8 @@ def _(env):
     ensemble = ember.vmap(make_predict(enp), in_axes=(0, None))
     eparams, ex = [enp.asarray(p) for p in params], enp.asarray(x)
     impls = {"numpy": lambda: numpy_ensemble(params, x), "ember": lambda: ensemble(eparams, ex)}
+    jit_ensemble = ember.jit(ensemble)
+    impls["ember_jit"] = lambda: jit_ensemble(eparams, ex)
     if env.torch is not None:
         torch = env.torch
         tparams, tx = tuple(torch.tensor(p) for p in params), torch.tensor(x)

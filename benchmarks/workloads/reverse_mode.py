@@ -50,6 +50,8 @@ def _(env):
 
     grad = ember.grad(loss)
     impls = {"numpy": lambda: numpy_grads(ws, x), "ember": lambda: grad(ews, ex)}
+    jit_grad = ember.jit(grad)
+    impls["ember_jit"] = lambda: jit_grad(ews, ex)
     if env.torch is not None:
         torch = env.torch
         tws = [torch.tensor(w, requires_grad=True) for w in ws]
