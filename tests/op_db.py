@@ -21,6 +21,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+import ember.numpy as enp
+
 # --- dtypes -------------------------------------------------------------------------------
 
 BOOL = (np.dtype(np.bool_),)
@@ -269,6 +271,75 @@ def to_float(dtype):
     if dtype.kind in "biu":
         return np.dtype(np.float64) if dtype in SIXTY_FOUR_BIT else np.dtype(np.float32)
     return dtype
+
+
+# --- autodiff helpers (test_op_db_autodiff.py and test_op_db_vmap_ad.py) ------------------
+
+
+def is_inexact(a) -> bool:
+    """An operand the autodiff columns differentiate: a floating or complex NumPy array."""
+    return isinstance(a, np.ndarray) and a.dtype.kind in "fcV"
+
+
+def outputs_of(value) -> list:
+    """An entry's result as a list of outputs."""
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def diff_function(op, sample):
+    """The entry as a function of its inexact array arguments (the others held fixed), returning a list."""
+    positions = [i for i, a in enumerate(sample.args) if is_inexact(a)]
+
+    def fn(*diff):
+        args = list(sample.args)
+        for i, d in zip(positions, diff):
+            args[i] = d
+        return outputs_of(op.op(*args, **sample.kwargs))
+
+    return fn, [sample.args[i] for i in positions]
+
+
+def random_like(rng, x: np.ndarray) -> np.ndarray:
+    """Standard normal values shaped like `x`, in its dtype (complex for complex `x`): tangents, cotangents, weights."""
+    if x.dtype.kind == "c":
+        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
+    return rng.standard_normal(x.shape).astype(x.dtype)
+
+
+def wide(x) -> np.ndarray:
+    """`x` as float64/complex128, to compare in."""
+    x = np.asarray(x)
+    return x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64)
+
+
+def assert_close(got, want, tol, what, where=None, scale=1.0):
+    """got ~ want, with atol relative to want's magnitude (or `scale`, when larger); only where `where`."""
+    rtol, atol = tol
+    got, want = wide(got), wide(want)
+    if where is not None:
+        got, want = np.where(where, got, 0), np.where(where, want, 0)
+    scale = max(scale, float(np.max(np.abs(want)))) if want.size else scale
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale, err_msg=what)
+
+
+def autodiff_cases(op, dtype, seed=0):
+    """A generator seeded by the cell, and the entry's autodiff samples that have something to differentiate."""
+    rng = np.random.default_rng([seed, *map(ord, op.name + dtype.name)])
+    samples = [s for s in op.autodiff_samples(rng, dtype) if any(is_inexact(a) for a in s.args)]
+    return rng, samples
+
+
+def weighted_sum(fn, weights):
+    """sum_k Re(sum(w_k * fn(...)_k)) over the inexact outputs: a real scalar to take gradients of."""
+
+    def scalar(*diff):
+        total = 0.0
+        for w, o in zip(weights, fn(*diff)):
+            if w is not None:
+                total = total + enp.real(enp.sum(enp.asarray(w) * o))
+        return enp.asarray(total, dtype="float64")
+
+    return scalar
 
 
 def _load_families() -> None:

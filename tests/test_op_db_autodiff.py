@@ -15,10 +15,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_db import INEXACT, OPS, SIXTY_FOUR_BIT, upcast
+from op_db import (
+    INEXACT,
+    OPS,
+    SIXTY_FOUR_BIT,
+    assert_close,
+    autodiff_cases,
+    diff_function,
+    random_like,
+    upcast,
+    weighted_sum,
+    wide,
+)
 
 import ember
-import ember.numpy as enp
 
 CI_DTYPES = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64)}
 # Step of the 4-point central difference, by the precision of the function's outputs (computed from
@@ -39,38 +49,6 @@ def _cells(column: str, dtypes):
     return cells
 
 
-def _is_inexact(a) -> bool:
-    return isinstance(a, np.ndarray) and a.dtype.kind in "fcV"
-
-
-def _outputs(value) -> list:
-    return list(value) if isinstance(value, (tuple, list)) else [value]
-
-
-def _function(op, sample):
-    """The entry as a function of its inexact array arguments (the others held fixed), returning a list."""
-    positions = [i for i, a in enumerate(sample.args) if _is_inexact(a)]
-
-    def fn(*diff):
-        args = list(sample.args)
-        for i, d in zip(positions, diff):
-            args[i] = d
-        return _outputs(op.op(*args, **sample.kwargs))
-
-    return fn, [sample.args[i] for i in positions]
-
-
-def _random_like(rng, x: np.ndarray) -> np.ndarray:
-    if x.dtype.kind == "c":
-        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
-    return rng.standard_normal(x.shape).astype(x.dtype)
-
-
-def _wide(x) -> np.ndarray:
-    x = np.asarray(x)
-    return x.astype(np.complex128) if x.dtype.kind == "c" else x.astype(np.float64)
-
-
 def _narrowest(arrays) -> int:
     """Bytes per real number of the narrowest inexact array (8 when none)."""
     widths = [np.dtype(a.dtype).itemsize // (2 if np.dtype(a.dtype).kind == "c" else 1)
@@ -86,21 +64,11 @@ def _finite_difference(fn, primals, tangents, width=None) -> list[np.ndarray]:
         t = [upcast(v) for v in tangents]
 
         def at(h):
-            return [_wide(o) for o in fn(*[xi + h * ti for xi, ti in zip(x, t)])]
+            return [wide(o) for o in fn(*[xi + h * ti for xi, ti in zip(x, t)])]
 
         step = STEPS[width or _narrowest(fn(*x))]
         f2, f1, m1, m2 = at(2 * step), at(step), at(-step), at(-2 * step)
         return [(-a + 8 * b - 8 * c + d) / (12 * step) for a, b, c, d in zip(f2, f1, m1, m2)]
-
-
-def _assert_close(got, want, tol, what, where=None, scale=1.0):
-    """got ~ want, with atol relative to want's magnitude (or `scale`, when larger); only where `where`."""
-    rtol, atol = tol
-    got, want = _wide(got), _wide(want)
-    if where is not None:
-        got, want = np.where(where, got, 0), np.where(where, want, 0)
-    scale = max(scale, float(np.max(np.abs(want)))) if want.size else scale
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale, err_msg=what)
 
 
 def _tolerance(op, dtype, *arrays):
@@ -116,89 +84,70 @@ def _tolerance(op, dtype, *arrays):
 
 def _finite_values(x) -> np.ndarray:
     """Where the function's value is finite: derivatives are checked there (nowhere else are they defined)."""
-    return np.isfinite(_wide(x))
-
-
-def _samples(op, dtype, seed=0):
-    rng = np.random.default_rng([seed, *map(ord, op.name + dtype.name)])
-    samples = [s for s in op.autodiff_samples(rng, dtype) if any(_is_inexact(a) for a in s.args)]
-    return rng, samples
+    return np.isfinite(wide(x))
 
 
 @pytest.mark.parametrize("op, dtype", _cells("jvp", INEXACT))
 def test_jvp_matches_finite_differences(op, dtype):
-    rng, samples = _samples(op, dtype)
+    rng, samples = autodiff_cases(op, dtype)
     with ember.config.x64(dtype in SIXTY_FOUR_BIT):
         for sample in samples:
-            fn, primals = _function(op, sample)
-            tangents = [_random_like(rng, p) for p in primals]
+            fn, primals = diff_function(op, sample)
+            tangents = [random_like(rng, p) for p in primals]
             outs, out_tangents = ember.jvp(fn, tuple(primals), tuple(tangents))
             eager = fn(*primals)
             want = _finite_difference(fn, primals, tangents)
             for k, (o, e, t, w) in enumerate(zip(outs, eager, out_tangents, want)):
-                _assert_close(o, e, op.tolerance(np.dtype(e.dtype)) if np.dtype(e.dtype).kind in "fcV" else (0, 0),
-                              f"{op.name}{sample}: jvp's output {k} differs from eager")  # fmt: skip
+                assert_close(o, e, op.tolerance(np.dtype(e.dtype)) if np.dtype(e.dtype).kind in "fcV" else (0, 0),
+                             f"{op.name}{sample}: jvp's output {k} differs from eager")  # fmt: skip
                 if np.dtype(o.dtype).kind not in "fcV":
                     assert np.asarray(t).dtype == ember.core.dtypes.float0, f"{op.name}{sample}: integer output {k} needs a float0 tangent"
                     continue
-                _assert_close(t, w, _tolerance(op, dtype, o), f"{op.name}{sample}: tangent of output {k}", _finite_values(e))
+                assert_close(t, w, _tolerance(op, dtype, o), f"{op.name}{sample}: tangent of output {k}", _finite_values(e))
 
 
 @pytest.mark.parametrize("op, dtype", _cells("vjp", INEXACT))
 def test_vjp_is_the_transpose_of_jvp(op, dtype):
-    rng, samples = _samples(op, dtype)
+    rng, samples = autodiff_cases(op, dtype)
     with ember.config.x64(dtype in SIXTY_FOUR_BIT):
         for sample in samples:
-            fn, primals = _function(op, sample)
-            tangents = [_random_like(rng, p) for p in primals]
+            fn, primals = diff_function(op, sample)
+            tangents = [random_like(rng, p) for p in primals]
             outs, out_tangents = ember.jvp(fn, tuple(primals), tuple(tangents))
             if not all(_finite_values(o).all() for o in outs if np.dtype(o.dtype).kind in "fcV"):
                 continue  # no derivative where the value is not finite (the jvp column checks the rest)
-            cts = [_random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype)
+            cts = [random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype)
                    for o in outs]  # fmt: skip
             _, f_vjp = ember.vjp(fn, *primals)
             in_cts = f_vjp(cts)
             pairs_out = [(c, t) for c, t, o in zip(cts, out_tangents, outs) if np.dtype(o.dtype).kind in "fcV"]
-            lhs = sum(np.real(np.sum(_wide(c) * _wide(t))) for c, t in pairs_out)
-            rhs = sum(np.real(np.sum(_wide(c) * _wide(t))) for c, t in zip(in_cts, tangents))
-            scale = sum(np.sum(np.abs(_wide(c) * _wide(t))) for c, t in pairs_out) + sum(
-                np.sum(np.abs(_wide(c) * _wide(t))) for c, t in zip(in_cts, tangents))
+            lhs = sum(np.real(np.sum(wide(c) * wide(t))) for c, t in pairs_out)
+            rhs = sum(np.real(np.sum(wide(c) * wide(t))) for c, t in zip(in_cts, tangents))
+            scale = sum(np.sum(np.abs(wide(c) * wide(t))) for c, t in pairs_out) + sum(
+                np.sum(np.abs(wide(c) * wide(t))) for c, t in zip(in_cts, tangents))
             rtol, atol = _tolerance(op, dtype, *outs)
             assert abs(lhs - rhs) <= rtol * scale + atol, f"{op.name}{sample}: <ct, jvp(t)> = {lhs} but <vjp(ct), t> = {rhs}"
 
 
 @pytest.mark.parametrize("op, dtype", _cells("vjp", (np.dtype(np.float64), np.dtype(np.complex128))))
 def test_grad_of_grad(op, dtype):
-    rng, samples = _samples(op, dtype)
+    rng, samples = autodiff_cases(op, dtype)
     with ember.config.x64(True):
         for sample in samples:
-            fn, primals = _function(op, sample)
-            weights = [_random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else None for o in fn(*primals)]
+            fn, primals = diff_function(op, sample)
+            weights = [random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else None for o in fn(*primals)]
             if all(w is None for w in weights):
                 continue
-            gradient = ember.grad(_weighted_sum(fn, weights), argnums=tuple(range(len(primals))))
-            tangents = [_random_like(rng, p) for p in primals]
+            gradient = ember.grad(weighted_sum(fn, weights), argnums=tuple(range(len(primals))))
+            tangents = [random_like(rng, p) for p in primals]
             _, hvp = ember.jvp(gradient, tuple(primals), tuple(tangents))
             outs = fn(*primals)
             want = _finite_difference(_as_list(gradient), primals, tangents, _narrowest(outs))
             tol = (1e-4, 1e-5) if _narrowest(outs) == 8 else _tolerance(op, dtype, *outs)
             # Finite differences of the gradient carry rounding errors relative to the gradient's size.
-            size = max([1.0] + [float(np.max(np.abs(_wide(g)))) for g in gradient(*primals) if np.size(g)])
+            size = max([1.0] + [float(np.max(np.abs(wide(g)))) for g in gradient(*primals) if np.size(g)])
             for k, (h, w) in enumerate(zip(hvp, want)):
-                _assert_close(h, w, tol, f"{op.name}{sample}: Hessian-vector product for argument {k}", scale=size)
-
-
-def _weighted_sum(fn, weights):
-    """sum_k Re(sum(w_k * fn(...)_k)) over the inexact outputs: a real scalar to take gradients of."""
-
-    def scalar(*diff):
-        total = 0.0
-        for w, o in zip(weights, fn(*diff)):
-            if w is not None:
-                total = total + enp.real(enp.sum(enp.asarray(w) * o))
-        return enp.asarray(total, dtype="float64")
-
-    return scalar
+                assert_close(h, w, tol, f"{op.name}{sample}: Hessian-vector product for argument {k}", scale=size)
 
 
 def _as_list(fn):
