@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -38,7 +38,7 @@ class Compiled:
     """A compiled program: call it with the raw buffers of its constants and inputs (in that order);
     it returns the list of raw output buffers. `source` is the Python it runs."""
 
-    __slots__ = ("fn", "source", "filename")
+    __slots__ = ("filename", "fn", "source")
 
     def __init__(self, fn: Callable[..., list], source: str, filename: str):
         self.fn = fn
@@ -72,7 +72,7 @@ def _literal(value: Any) -> str | None:
     """`repr(value)` when it evaluates back to an equal value of the same type; else None."""
     text = repr(value)
     try:
-        back = eval(text, dict(_PARAM_NAMESPACE))  # noqa: S307 - our own repr of a static parameter
+        back = eval(text, dict(_PARAM_NAMESPACE))
     except Exception:  # noqa: BLE001 - any repr that does not evaluate is simply not a literal
         return None
     try:

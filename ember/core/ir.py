@@ -26,7 +26,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
 from ember.errors import EmberError
 
-__all__ = ["Eqn", "Literal", "Program", "Var", "check_program", "eval_program"]
+__all__ = ["Eqn", "Literal", "Program", "Var", "check_program", "effectful", "eval_program", "is_effectful"]
 
 
 class Var:
@@ -82,6 +82,35 @@ class Program(NamedTuple):
 
     def __str__(self) -> str:
         return _Printer().program(self)
+
+
+# Primitives with side effects (ember.debug.print's callback): an equation of one is kept by dead-code
+# elimination even though nothing uses its outputs, and is neither folded nor merged with another.
+# Filled by the modules that define such primitives; use `is_effectful(eqn)`, which also sees effects
+# inside the programs an equation holds (a lax.cond whose branch prints).
+effectful: set[Any] = set()
+
+
+def is_effectful(eqn: Eqn) -> bool:
+    """Whether `eqn` has a side effect: its primitive is in `effectful`, or a program it holds as a
+    parameter (a control-flow branch or body, a custom rule's function) has an effectful equation."""
+    if eqn.primitive in effectful:
+        return True
+    return any(_program_effectful(p) for p in _held_programs(eqn.params))
+
+
+def _held_programs(params: dict[str, Any]) -> list[Program]:
+    found = []
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            program = item if isinstance(item, Program) else getattr(item, "program", None)
+            if isinstance(program, Program):
+                found.append(program)
+    return found
+
+
+def _program_effectful(program: Program) -> bool:
+    return any(is_effectful(e) for e in program.eqns)
 
 
 class IRError(EmberError, AssertionError):

@@ -92,9 +92,9 @@ def backward_pass(program: Program, consts: list[Any], cts: Sequence[Any], free_
             prim = eqn.primitive
             if prim.transpose is None:
                 raise EmberError(f"{prim.name}: no transpose rule; it is not linear, or reverse mode does not support it yet")
-            args = [v.value if type(v) is Literal else const_env[v] if v in const_env else UndefinedPrimal(v.aval)
+            args = [v.array if type(v) is Literal else const_env[v] if v in const_env else UndefinedPrimal(v.aval)
                     for v in eqn.inputs]  # fmt: skip
-            outs = [Zero(v.aval) if c is None else c for c in outs]
+            outs = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, outs)]
             in_cts = prim.transpose(outs if prim.multiple_results else outs[0], *args, **eqn.params)
             for v, arg, ct in zip(eqn.inputs, args, in_cts, strict=True):
                 if type(arg) is UndefinedPrimal:
