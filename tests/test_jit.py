@@ -346,3 +346,30 @@ def test_vmap_of_jit_runs_a_batched_program_traced_once():
     assert f.trace_count == 1 and len(calls) == 1
     entry = next(iter(f._cache.values()))
     assert list(entry.sub.derived) == [("vmap", (0, None), 8)]  # the batched program, made once
+
+
+# --- buffer reuse in generated code ----------------------------------------------------------------------
+
+
+def test_generated_code_reuses_dead_buffers_in_place():
+    f = ember.jit(lambda x: enp.sin(enp.tanh(x) * 1.5 + 0.5) * 2.0)
+    x = _rand(1000)
+    source = f.lower(enp.asarray(x)).source
+    assert "out=" in source
+    np.testing.assert_allclose(np.asarray(f(enp.asarray(x))), np.sin(np.tanh(x) * 1.5 + 0.5) * 2.0, rtol=1e-6)
+
+
+def test_buffer_reuse_never_overwrites_a_live_view_an_input_or_an_output():
+    def f(a, b):
+        c = enp.tanh(a)  # fresh buffer
+        d = c.reshape(4, 3)  # a view of c, live until the end
+        e = enp.exp(b)  # same shape and dtype as c: must not take c's buffer
+        g = (c + c.reshape(3, 4).T.reshape(12)) * 0.5  # in place over an operand viewed two ways
+        return d, e * 1.0 + g, a
+
+    a, b = _rand(12), _rand(12)
+    d, eg, a_out = ember.jit(f)(enp.asarray(a), enp.asarray(b))
+    c = np.tanh(a)
+    np.testing.assert_allclose(np.asarray(d), c.reshape(4, 3), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(eg), np.exp(b) + (c + c.reshape(3, 4).T.reshape(12)) * 0.5, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(a_out), a)

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends.buffers import plan_buffers, ufunc_for
+
 __all__ = ["Compiled", "compile_program"]
 
 _counter = itertools.count()
@@ -125,16 +127,22 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         ops[ident] = fn
         return f"ops.{ident}"
 
+    reuse = plan_buffers(program, kernel_for)
     for v in (*program.constvars, *program.invars):
         var_name[v] = next(names)
     fn_name = name if name.isidentifier() and not keyword.iskeyword(name) else "program"
     lines = [f"def {fn_name}({', '.join(var_name[v] for v in (*program.constvars, *program.invars))}):"]
-    for eqn in program.eqns:
-        for v in eqn.outvars:
-            var_name[v] = next(names)
+    for i, eqn in enumerate(program.eqns):
         args = [name_of(v) for v in eqn.inputs]
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
-        call = f"{op_name(eqn.primitive)}({', '.join(args)})"
+        if i in reuse:  # the result goes into a dead buffer (see buffers.py)
+            fn = ufunc_for(eqn, kernel_for(eqn.primitive))
+            ident = f"np.{fn.__name__}" if getattr(np, fn.__name__, None) is fn else op_name(eqn.primitive)
+            call = f"{ident}({', '.join(args)}, out={var_name[reuse[i]]})"
+        else:
+            call = f"{op_name(eqn.primitive)}({', '.join(args)})"
+        for v in eqn.outvars:
+            var_name[v] = next(names)
         outs = [var_name[v] for v in eqn.outvars]
         if eqn.primitive.multiple_results:
             target = f"{outs[0]}," if len(outs) == 1 else ", ".join(outs) if outs else "_"
