@@ -6,6 +6,7 @@
 """
 
 from ember import (
+    debug,
     errors,
     lax,
     numpy,
@@ -18,22 +19,23 @@ from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
 from ember.transforms import (
     ShapeDtypeStruct,
-    disable_jit,
-    eval_shape,
-    jit,
-    make_ir,
     checkpoint,
     checkpoint_policies,
     custom_jvp,
     custom_vjp,
+    disable_jit,
+    eval_shape,
     grad,
     hessian,
     jacfwd,
     jacobian,
     jacrev,
+    jit,
     jvp,
     linear_transpose,
     linearize,
+    make_ir,
+    pure_callback,
     remat,
     value_and_grad,
     vjp,
@@ -56,6 +58,6 @@ def devices(platform: str | None = None) -> list[Device]:
 
 
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
-           "custom_jvp", "custom_vjp", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian", "jacfwd",
-           "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "numpy", "remat",
-           "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+           "custom_jvp", "custom_vjp", "debug", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian",
+           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "numpy",
+           "pure_callback", "remat", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip

@@ -346,7 +346,7 @@ def _load_families() -> None:
     import importlib
 
     for module in ("op_db_lax", "op_db_indexing", "op_db_take", "op_db_enp_ufuncs", "op_db_enp_other", "op_db_sorting",
-                   "op_db_random", "op_db_conv", "op_db_collective"):
+                   "op_db_random", "op_db_conv", "op_db_collective", "op_db_control_flow"):
         first = len(OPS)
         try:
             importlib.import_module(module)

@@ -117,6 +117,9 @@ def test_every_public_function_has_an_entry():
 NOT_USER_PRIMITIVES = {
     "custom_lin": "the linear stand-in for a custom_vjp function's derivative (test_custom_rules.py)",
     "remat_lin": "the linear stand-in for a checkpointed function's derivative (test_remat.py)",
+    "while_lin": "a while_loop's output tangents, from its jvp rule (test_control_flow.py; the lax.while_loop entry)",
+    "while_vjp": "a while_loop's input cotangents, from while_lin's transpose (test_control_flow.py; lax.while_loop)",
+    "debug_callback": "ember.debug.print's host call, which has no outputs to compare (test_callbacks.py)",
     "jit_call": "a jitted function called under another transform (test_jit.py)",
     "custom_jvp_call": "a custom_jvp function recorded by jit (test_jit.py)",
     "custom_vjp_call": "a custom_vjp function recorded by jit (test_jit.py)",

@@ -1,7 +1,9 @@
 """ember.lax: the primitive-level namespace (one function per primitive, no promotion).
 
 Names and semantics follow ``jax.lax``. Operands must share a dtype; Python
-scalars adopt it. `ember.numpy` builds NumPy's conveniences on top.
+scalars adopt it. `ember.numpy` builds NumPy's conveniences on top. Structured
+control flow (`cond switch while_loop fori_loop scan map`) lives in
+`ember.lax.control_flow`.
 """
 
 from ember.lax._conv import (
@@ -62,6 +64,7 @@ from ember.lax._structural import (
     squeeze,
     transpose,
 )
+from ember.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
 
 __all__ = [*_elementwise_all, *_sorting_all, "argmax", "argmin", "broadcast", "broadcast_in_dim", "broadcasted_iota",
            "concatenate", "dot", "dot_general", "expand_dims", "full", "iota", "pad", "reduce_and", "reduce_max",
@@ -71,4 +74,4 @@ __all__ = [*_elementwise_all, *_sorting_all, "argmax", "argmin", "broadcast", "b
            "dynamic_update_slice", "dynamic_update_slice_in_dim", "gather", "index_in_dim", "scatter", "scatter_add",
            "scatter_max", "scatter_min", "scatter_mul", "ConvDimensionNumbers", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_transpose", "conv_with_general_padding", "reduce_window", "all_gather",
-           "axis_index", "pmax", "pmean", "pmin", "psum"]  # fmt: skip
+           "axis_index", "pmax", "pmean", "pmin", "psum", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]  # fmt: skip
