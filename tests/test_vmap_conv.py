@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 from test_conv import conv_case, window_case
+from vmap_check import vmap_matches_loop
 
 import ember
 import ember.numpy as enp
@@ -43,29 +44,6 @@ def test_every_conv_primitive_has_a_batching_rule():
     assert all(p.batch is not None for p in CONV_PRIMITIVES)
 
 
-def _stack_at(examples, axis):
-    return np.stack(examples, axis=axis)
-
-
-def _check(f, examples, in_axes, exact=False, tol=1e-12):
-    """vmap(f) over the examples (one tuple of per-example arguments each; an argument with
-    in_axes None is taken from the first example) against a loop of f."""
-    ref = examples[0]
-    calls = [[ex[k] if ax is not None else ref[k] for k, ax in enumerate(in_axes)] for ex in examples]
-    want = [f(*[enp.asarray(a) for a in call]) for call in calls]
-    args = [_stack_at([ex[k] for ex in examples], ax) if ax is not None else ref[k] for k, ax in enumerate(in_axes)]
-    got = ember.vmap(f, in_axes=tuple(in_axes))(*[enp.asarray(a) for a in args])
-    flat_got, flat_want = ember.tree.leaves(got), [ember.tree.leaves(w) for w in want]
-    assert len(flat_got) == len(flat_want[0])
-    for k, g in enumerate(flat_got):
-        w = np.stack([np.asarray(fw[k]) for fw in flat_want])
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
-        if exact:
-            np.testing.assert_array_equal(np.asarray(g), w)
-        else:
-            np.testing.assert_allclose(np.asarray(g), w, rtol=tol, atol=tol)
-
-
 # --- convolution ---------------------------------------------------------------------------------------
 
 MAPPED = {"lhs": (True, False), "rhs": (False, True), "both": (True, True)}
@@ -84,9 +62,9 @@ def test_random_conv_under_vmap_matches_a_loop(seed, mapped):
 
     ints = [(rng.integers(-4, 5, size=lhs_shape).astype(np.int32), rng.integers(-4, 5, size=rhs_shape).astype(np.int32))
             for _ in range(B)]  # fmt: skip
-    _check(conv, ints, in_axes, exact=True)
+    vmap_matches_loop(conv, ints, in_axes, exact=True)
     floats = [(rng.standard_normal(lhs_shape), rng.standard_normal(rhs_shape)) for _ in range(B)]
-    _check(conv, floats, in_axes)
+    vmap_matches_loop(conv, floats, in_axes)
 
 
 def test_conv_cases_under_vmap_cover_the_groups():
@@ -106,7 +84,7 @@ def test_per_example_kernels_of_an_ensemble(mapped):
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))  # fmt: skip
 
     in_axes = [-1 if m else None for m in MAPPED[mapped]]
-    _check(layer, list(zip(x, w)), [a % 4 if a is not None else None for a in in_axes])
+    vmap_matches_loop(layer, list(zip(x, w)), [a % 4 if a is not None else None for a in in_axes])
 
 
 def test_conv_with_a_wider_preferred_element_type_under_vmap():
@@ -118,7 +96,7 @@ def test_conv_with_a_wider_preferred_element_type_under_vmap():
         return lax.conv_general_dilated(lhs, rhs, (1,), "VALID", preferred_element_type=np.int32)
 
     for in_axes in ((0, None), (None, 1), (2, 0)):
-        _check(conv, examples, in_axes, exact=True)
+        vmap_matches_loop(conv, examples, in_axes, exact=True)
 
 
 @pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)])
@@ -154,7 +132,7 @@ def test_random_reduce_window_under_vmap_matches_a_loop(seed, computation):
     def pool(x):
         return lax.reduce_window(x, init, computation, window, strides, padding, base, wdil)
 
-    _check(pool, [(rng.integers(-50, 50, size=shape).astype(np.float64),) for _ in range(B)], [axis], exact=True)
+    vmap_matches_loop(pool, [(rng.integers(-50, 50, size=shape).astype(np.float64),) for _ in range(B)], [axis], exact=True)
 
 
 def test_max_pool_of_nchw_images_under_vmap():
@@ -165,7 +143,7 @@ def test_max_pool_of_nchw_images_under_vmap():
         return lax.reduce_window(x, -np.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
 
     for axis in (0, 2, 4):
-        _check(max_pool, images, [axis], exact=True)
+        vmap_matches_loop(max_pool, images, [axis], exact=True)
     got = ember.vmap(max_pool)(np.stack([i[0] for i in images]))
     want = np.stack([i[0] for i in images]).reshape(B, 2, 3, 3, 2, 3, 2).max(axis=(4, 6))
     np.testing.assert_array_equal(np.asarray(got), want)
@@ -185,7 +163,7 @@ def test_random_selections_under_vmap_match_a_loop(seed, select_prim, mapped):
     in_axes = [int(rng.integers(0, n + 1)) if m else None for m in (first_mapped, operand_mapped)]
     for op, first_shape in ((_select_and_scatter_add, out_shape), (_select_and_gather_add, shape)):
         examples = [(rng.standard_normal(first_shape), rng.integers(0, 3, size=shape).astype(np.float64)) for _ in range(B)]
-        _check(lambda first, operand, op=op: op(first, operand, *params), examples, in_axes)
+        vmap_matches_loop(lambda first, operand, op=op: op(first, operand, *params), examples, in_axes)
 
 
 # --- per-example gradients of a small CNN --------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from vmap_check import vmap_matches_loop
 
 import ember
 import ember.numpy as enp
@@ -37,28 +38,6 @@ def _rng(*key):
     return np.random.default_rng([11, *map(ord, "".join(map(str, key)))])
 
 
-def _stack_at(examples, axis):
-    """The examples stacked along `axis` (None: the first example, unmapped)."""
-    return examples[0] if axis is None else np.stack(examples, axis=axis)
-
-
-def _check(f, examples, in_axes, exact=False):
-    """vmap(f) over the examples (one list of per-example arguments each) against a loop of f."""
-    want = [f(*[enp.asarray(a) for a in ex]) for ex in examples]
-    ref = examples[0]
-    args = [_stack_at([ex[k] for ex in examples], ax) if ax is not None else ref[k] for k, ax in enumerate(in_axes)]
-    got = ember.vmap(f, in_axes=tuple(in_axes))(*[enp.asarray(a) for a in args])
-    flat_got, flat_want = ember.tree.leaves(got), [ember.tree.leaves(w) for w in want]
-    assert len(flat_got) == len(flat_want[0])
-    for k, g in enumerate(flat_got):
-        w = np.stack([np.asarray(fw[k]) for fw in flat_want])
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
-        if exact or w.dtype.kind in "biu":
-            np.testing.assert_array_equal(np.asarray(g), w)
-        else:
-            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
-
-
 def _examples(make, n=B):
     """n examples from `make(b)`; arguments that in_axes leaves unmapped take example 0's."""
     return [make(b) for b in range(n)]
@@ -70,7 +49,7 @@ def _shared(examples, in_axes):
 
 
 def _run(f, make, in_axes, exact=False):
-    _check(f, _shared(_examples(make), in_axes), in_axes, exact)
+    vmap_matches_loop(f, _shared(_examples(make), in_axes), in_axes, exact)
 
 
 def test_every_indexing_primitive_has_a_batching_rule():
