@@ -29,11 +29,11 @@ import numpy as np
 from ember.backends import cpu
 from ember.backends.codegen import Compiled, compile_program
 from ember.config import config
-from ember.core import dtypes
+from ember.core import dtypes, passes
 from ember.core.abstract import ShapedArray
 from ember.core.array import Array, from_host, wrap
 from ember.core.batching import axis_rules
-from ember.core.ir import Program, eval_program
+from ember.core.ir import Program
 from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_nan
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
@@ -157,40 +157,34 @@ class _JitCall(Primitive):
 
 
 jit_call_p = _JitCall("jit_call", multiple_results=True)
-jit_call_p.abstract_eval = lambda *avals, program, **_: [v.aval for v in program.outvars]
+jit_call_p.abstract_eval = lambda *avals, sub: [v.aval for v in sub.program.outvars]
 
 
-def _call_program(args: Sequence[Any], program: Program) -> list[Any]:
-    k = len(program.constvars)
-    return eval_program(program, args[:k], args[k:])
+def _jit_call_inline(*args: Any, sub: SubProgram) -> list[Any]:
+    return sub(*args)
 
 
-def _jit_call_inline(*args: Any, program: Program, **_: Any) -> list[Any]:
-    return _call_program(args, program)
+def _jit_call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, sub: SubProgram):
+    return jvp_flat(sub, primals, tangents)
 
 
-def _jit_call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, program: Program, **_: Any):
-    return jvp_flat(lambda *xs: _call_program(xs, program), primals, tangents)
-
-
-def _jit_call_batch(trace: Any, vals: Sequence[Any], dims: Sequence[Any], *, program: Program, sub: SubProgram):
+def _jit_call_batch(trace: Any, vals: Sequence[Any], dims: Sequence[Any], *, sub: SubProgram):
     """vmap of a jitted function: the batched program, traced once per (batch axes, size) and called
     like the original, so that ``vmap(jit(f))`` still runs compiled code. A vmap with an axis name
     (collectives inside must see it) or run in chunks evaluates the program on its own trace instead."""
     if trace.axis_name is not None or trace.chunked:
-        outs = [trace.full_raise(o) for o in _call_program([BatchTracer(trace, v, d) for v, d in zip(vals, dims)],
-                                                           program)]  # fmt: skip
+        outs = [trace.full_raise(o) for o in sub(*[BatchTracer(trace, v, d) for v, d in zip(vals, dims)])]
         return [o.val for o in outs], [o.bdim for o in outs]
     key = ("vmap", tuple(dims), trace.axis_size)
     batched = sub.derived.get(key)
     if batched is None:
-        fn = vmap(lambda *xs: _call_program(xs, program), in_axes=tuple(dims), axis_size=trace.axis_size)
+        fn = vmap(lambda *xs: sub(*xs), in_axes=tuple(dims), axis_size=trace.axis_size)
         b_program, b_consts, _ = stage(fn, [v.aval for v in vals], "jit")
-        batched = (b_program, b_consts, SubProgram(b_program, sub.name))
+        batched = (b_consts, SubProgram(b_program, sub.name))
         if not any(isinstance(c, Tracer) for c in b_consts):
             sub.derived[key] = batched
-    b_program, b_consts, b_sub = batched
-    outs = jit_call_p.bind(*b_consts, *vals, program=b_program, sub=b_sub)
+    b_consts, b_sub = batched
+    outs = jit_call_p.bind(*b_consts, *vals, sub=b_sub)
     return outs, [0] * len(outs)
 
 
@@ -251,9 +245,7 @@ class _Entry:
     __slots__ = ("const_buffers", "consts", "fn", "out_avals", "out_tree", "program", "single", "sub")
 
     def __init__(self, program: Program, consts: list[Any], out_tree: Any, name: str):
-        from ember.core.passes import optimize
-
-        program, consts = optimize(program, consts)
+        program, consts = passes.optimize(program, consts)
         self.program = program
         self.consts = consts
         self.out_tree = out_tree
@@ -274,7 +266,7 @@ class _Entry:
             if config.debug_nans:
                 return _run_compiled(self.sub, [*self.consts, *leaves])
             return _wrap_outputs(self.fn(*self.const_buffers, *[x._value for x in leaves]), self.out_avals)
-        return jit_call_p.bind(*self.consts, *leaves, program=self.program, sub=self.sub)
+        return jit_call_p.bind(*self.consts, *leaves, sub=self.sub)
 
 
 # --- jit -----------------------------------------------------------------------------------------------
