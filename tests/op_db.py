@@ -68,7 +68,12 @@ class Sample:
 
     def __repr__(self) -> str:
         def show(a):
-            return f"{a.dtype}{a.shape}" if isinstance(a, np.ndarray) else repr(a)
+            if isinstance(a, np.ndarray):
+                return f"{a.dtype}{a.shape}"
+            if isinstance(a, (list, tuple)) and any(isinstance(x, np.ndarray) for x in a):
+                items = ", ".join(show(x) for x in a)
+                return f"[{items}]" if isinstance(a, list) else f"({items}{',' if len(a) == 1 else ''})"
+            return repr(a)
 
         parts = [show(a) for a in self.args] + [f"{k}={show(v)}" for k, v in self.kwargs.items()]
         return f"Sample({', '.join(parts)})"
@@ -151,6 +156,8 @@ class OpInfo:
 def _moderate(a) -> bool:
     """Finite values of moderate size (or zero): where finite differences are meaningful. Samples
     probing overflow, underflow or non-finite values test the eager column, not derivatives."""
+    if isinstance(a, (list, tuple)):
+        return all(_moderate(x) for x in a)
     if not isinstance(a, np.ndarray) or a.dtype.kind not in "fcV":
         return True
     mag = np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
@@ -286,17 +293,51 @@ def outputs_of(value) -> list:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+def array_slots(sample, keep=lambda a: isinstance(a, np.ndarray)) -> list[tuple]:
+    """Where the sample's arrays for which `keep` holds are, in order: ``(i,)`` for positional argument i,
+    ``(i, j)`` for item j of a list/tuple positional argument (enp.concatenate's arrays, lax.sort's
+    operands), ``(name,)`` for a keyword argument. `with_arrays` puts other arrays in their places."""
+    slots = []
+    for i, a in enumerate(sample.args):
+        if isinstance(a, (list, tuple)):
+            slots += [(i, j) for j, x in enumerate(a) if keep(x)]
+        elif keep(a):
+            slots.append((i,))
+    return slots + [(k,) for k, v in sample.kwargs.items() if keep(v)]
+
+
+def array_arguments(sample, slots) -> list:
+    """The values at `slots` (see `array_slots`)."""
+    return [sample.kwargs[s[0]] if isinstance(s[0], str) else sample.args[s[0]] if len(s) == 1
+            else sample.args[s[0]][s[1]] for s in slots]  # fmt: skip
+
+
+def with_arrays(sample, slots, values) -> tuple[list, dict]:
+    """(args, kwargs) of `sample` with `values` at `slots` (list/tuple arguments rebuilt as their own type)."""
+    args, kwargs = list(sample.args), dict(sample.kwargs)
+    items = {}
+    for slot, v in zip(slots, values, strict=True):
+        if isinstance(slot[0], str):
+            kwargs[slot[0]] = v
+        elif len(slot) == 1:
+            args[slot[0]] = v
+        else:
+            items.setdefault(slot[0], list(sample.args[slot[0]]))[slot[1]] = v
+    for i, member in items.items():
+        args[i] = member if isinstance(sample.args[i], list) else type(sample.args[i])(member)
+    return args, kwargs
+
+
 def diff_function(op, sample):
-    """The entry as a function of its inexact array arguments (the others held fixed), returning a list."""
-    positions = [i for i, a in enumerate(sample.args) if is_inexact(a)]
+    """The entry as a function of its inexact array arguments (those inside list/tuple arguments and
+    keyword arguments included; the others held fixed), returning a list; and those arguments."""
+    slots = array_slots(sample, is_inexact)
 
     def fn(*diff):
-        args = list(sample.args)
-        for i, d in zip(positions, diff):
-            args[i] = d
-        return outputs_of(op.op(*args, **sample.kwargs))
+        args, kwargs = with_arrays(sample, slots, diff)
+        return outputs_of(op.op(*args, **kwargs))
 
-    return fn, [sample.args[i] for i in positions]
+    return fn, array_arguments(sample, slots)
 
 
 def random_like(rng, x: np.ndarray) -> np.ndarray:
@@ -325,8 +366,19 @@ def assert_close(got, want, tol, what, where=None, scale=1.0):
 def autodiff_cases(op, dtype, seed=0):
     """A generator seeded by the cell, and the entry's autodiff samples that have something to differentiate."""
     rng = np.random.default_rng([seed, *map(ord, op.name + dtype.name)])
-    samples = [s for s in op.autodiff_samples(rng, dtype) if any(is_inexact(a) for a in s.args)]
+    samples = [s for s in op.autodiff_samples(rng, dtype) if array_slots(s, is_inexact)]
     return rng, samples
+
+
+def skip_unchecked(reasons: list[str], samples: list) -> None:
+    """Skip, naming why, a cell none of whose samples was checked (`reasons`: one per sample of the cell,
+    "" for a checked one; `samples`: the samples the cell had to choose from)."""
+    import pytest
+
+    if all(reasons):
+        if not samples:
+            pytest.skip("no sample has an inexact array argument to differentiate")
+        pytest.skip("; ".join(dict.fromkeys(reasons)) or "the entry's only sample runs in the CI cell")
 
 
 def weighted_sum(fn, weights):

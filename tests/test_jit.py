@@ -373,3 +373,49 @@ def test_buffer_reuse_never_overwrites_a_live_view_an_input_or_an_output():
     np.testing.assert_allclose(np.asarray(d), c.reshape(4, 3), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(eg), np.exp(b) + (c + c.reshape(3, 4).T.reshape(12)) * 0.5, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(a_out), a)
+
+
+# --- eager and jit compute the same bits (the op database's jit column checks every entry) ------------
+
+
+def test_eager_matmul_of_concrete_arrays_gives_the_bits_of_jit():
+    # Eager matmul's fast lane for concrete arrays used np.matmul, which sums a stack of products in
+    # another order than the dot_general kernel's np.dot that jit (and every transform) runs: the last
+    # bits differed (enp.matvec and enp.vecmat, which call matmul on Arrays, showed it).
+    rng = np.random.default_rng(0)
+    for xs, ys in [((8, 4, 16), (16, 3)), ((5, 2, 3), (3, 1)), ((4, 2, 3), (4, 3, 5)), ((3,), (3, 4))]:
+        x, y = enp.asarray(rng.standard_normal(xs).astype(np.float32)), enp.asarray(rng.standard_normal(ys).astype(np.float32))
+        eager, jitted = np.asarray(x @ y), np.asarray(ember.jit(enp.matmul)(x, y))
+        assert eager.dtype == jitted.dtype and eager.shape == jitted.shape
+        np.testing.assert_array_equal(eager, jitted, err_msg=f"{xs} @ {ys}")
+    x = enp.asarray(rng.standard_normal((5, 2, 3)).astype(np.float32))
+    v = enp.asarray(rng.standard_normal(3).astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(enp.matvec(x, v)), np.asarray(ember.jit(enp.matvec)(x, v)))
+
+
+def test_pad_takes_traced_constant_values():
+    # enp.pad made constant_values concrete (np.asarray), so jit or vmap over it raised ConcretizationError.
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    pad = ember.jit(lambda x, c: enp.pad(x, ((1, 0), (0, 2)), constant_values=c))
+    for c in (np.float32(7.0), np.array([1.0, 2.0], np.float32), np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)):
+        want = np.pad(x, ((1, 0), (0, 2)), constant_values=c.tolist() if c.ndim else c)
+        np.testing.assert_array_equal(np.asarray(pad(x, c)), want)
+    batched = ember.vmap(lambda c: enp.pad(x, 1, constant_values=c))(np.array([1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(np.asarray(batched), np.stack([np.pad(x, 1, constant_values=c) for c in (1.0, 2.0)]))
+    assert float(ember.grad(lambda c: enp.pad(x, 1, constant_values=c).sum())(np.float32(0.0))) == 14.0
+
+
+def test_complex_results_keep_their_bits_under_jit():
+    # Written in place (out=), NumPy's complex multiply of one element skipped the FMA a fresh result
+    # gets; and a complex literal written as its repr, np.complex128(-0.5j), came back with a real part
+    # of -0.0. Both made jit differ from eager in the last bit or the sign of zero.
+    rng = np.random.default_rng(0)
+    f = lambda x, y, z: (x * y) * z
+    for _ in range(20):
+        x, y, z = [(rng.standard_normal(1) + 1j * rng.standard_normal(1)).astype(np.complex64) for _ in range(3)]
+        args = [enp.asarray(a) for a in (x, y, z)]
+        np.testing.assert_array_equal(np.asarray(ember.jit(f)(*args)), np.asarray(f(*args)))
+    c = enp.asarray(np.complex64(complex(0.0, -1.0)))
+    x = enp.asarray(np.array(complex(-0.0, 0.0), np.complex64))
+    got, want = np.asarray(ember.jit(lambda x: x + c)(x)), np.asarray(x + c)
+    assert got.tobytes() == want.tobytes(), (got, want)

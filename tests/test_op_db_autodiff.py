@@ -8,7 +8,10 @@
 
 CI runs float32, float64 and complex64; `pytest -m full` adds the other inexact dtypes.
 Entries that cannot be differentiated say why (`nondiff`); points where a function is not
-differentiable are kept out of the samples by the entry (`ad_samples`).
+differentiable are kept out of the samples by the entry (`ad_samples`). The arguments differentiated
+are the sample's inexact arrays: positional ones, those inside list/tuple arguments (enp.concatenate's,
+lax.sort's operands) and keyword ones. A cell none of whose samples was checked (an entry without an
+inexact array argument, such as lax.iota or enp.zeros) is skipped, naming why.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from op_db import (
     autodiff_cases,
     diff_function,
     random_like,
+    skip_unchecked,
     upcast,
     weighted_sum,
     wide,
@@ -96,6 +100,7 @@ def test_jvp_matches_finite_differences(op, dtype):
             tangents = [random_like(rng, p) for p in primals]
             outs, out_tangents = ember.jvp(fn, tuple(primals), tuple(tangents))
             eager = fn(*primals)
+            assert len(outs) == len(eager), f"{op.name}{sample}: {len(outs)} outputs under jvp, {len(eager)} eagerly"
             want = _finite_difference(fn, primals, tangents)
             for k, (o, e, t, w) in enumerate(zip(outs, eager, out_tangents, want)):
                 assert_close(o, e, op.tolerance(np.dtype(e.dtype)) if np.dtype(e.dtype).kind in "fcV" else (0, 0),
@@ -104,18 +109,23 @@ def test_jvp_matches_finite_differences(op, dtype):
                     assert np.asarray(t).dtype == ember.core.dtypes.float0, f"{op.name}{sample}: integer output {k} needs a float0 tangent"
                     continue
                 assert_close(t, w, _tolerance(op, dtype, o), f"{op.name}{sample}: tangent of output {k}", _finite_values(e))
+    skip_unchecked([""] * len(samples), samples)
 
 
 @pytest.mark.parametrize("op, dtype", _cells("vjp", INEXACT))
 def test_vjp_is_the_transpose_of_jvp(op, dtype):
     rng, samples = autodiff_cases(op, dtype)
+    reasons = []
     with ember.config.x64(dtype in SIXTY_FOUR_BIT):
         for sample in samples:
             fn, primals = diff_function(op, sample)
             tangents = [random_like(rng, p) for p in primals]
             outs, out_tangents = ember.jvp(fn, tuple(primals), tuple(tangents))
             if not all(_finite_values(o).all() for o in outs if np.dtype(o.dtype).kind in "fcV"):
-                continue  # no derivative where the value is not finite (the jvp column checks the rest)
+                # no derivative where the value is not finite (the jvp column checks the rest)
+                reasons.append("an output is not finite, where there is no derivative to transpose")
+                continue
+            reasons.append("")
             cts = [random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else np.zeros(o.shape, o.dtype)
                    for o in outs]  # fmt: skip
             _, f_vjp = ember.vjp(fn, *primals)
@@ -127,17 +137,21 @@ def test_vjp_is_the_transpose_of_jvp(op, dtype):
                 np.sum(np.abs(wide(c) * wide(t))) for c, t in zip(in_cts, tangents))
             rtol, atol = _tolerance(op, dtype, *outs)
             assert abs(lhs - rhs) <= rtol * scale + atol, f"{op.name}{sample}: <ct, jvp(t)> = {lhs} but <vjp(ct), t> = {rhs}"
+    skip_unchecked(reasons, samples)
 
 
 @pytest.mark.parametrize("op, dtype", _cells("vjp", (np.dtype(np.float64), np.dtype(np.complex128))))
 def test_grad_of_grad(op, dtype):
     rng, samples = autodiff_cases(op, dtype)
+    reasons = []
     with ember.config.x64(True):
         for sample in samples:
             fn, primals = diff_function(op, sample)
             weights = [random_like(rng, np.asarray(o)) if np.dtype(o.dtype).kind in "fcV" else None for o in fn(*primals)]
             if all(w is None for w in weights):
+                reasons.append("no inexact output to take a gradient of")
                 continue
+            reasons.append("")
             gradient = ember.grad(weighted_sum(fn, weights), argnums=tuple(range(len(primals))))
             tangents = [random_like(rng, p) for p in primals]
             _, hvp = ember.jvp(gradient, tuple(primals), tuple(tangents))
@@ -148,6 +162,7 @@ def test_grad_of_grad(op, dtype):
             size = max([1.0] + [float(np.max(np.abs(wide(g)))) for g in gradient(*primals) if np.size(g)])
             for k, (h, w) in enumerate(zip(hvp, want)):
                 assert_close(h, w, tol, f"{op.name}{sample}: Hessian-vector product for argument {k}", scale=size)
+    skip_unchecked(reasons, samples)
 
 
 def _as_list(fn):

@@ -11,6 +11,10 @@
   inputs and jacrev of complex outputs need holomorphic=True, which most entries are not (the complex
   dtypes are checked by vmap(grad) and the autodiff columns).
 
+The arguments differentiated are the sample's inexact arrays: positional ones, those inside list/tuple
+arguments (enp.concatenate's, lax.sort's operands) and keyword ones; an entry with none (lax.iota,
+enp.zeros, ...) is skipped, saying so, as is every cell none of whose samples was checked.
+
 Both sides run the same derivative rules, batched on one side and one at a time on the other, so
 they agree to rounding: the tolerances are by dtype, not the finite-difference ones. CI runs float32
 and complex64 (the Jacobians: float32) on one sample per entry, the largest with at most 64 elements;
@@ -28,14 +32,18 @@ from op_db import (
     INEXACT,
     OPS,
     SIXTY_FOUR_BIT,
+    array_arguments,
+    array_slots,
     assert_close,
     autodiff_cases,
     diff_function,
     is_inexact,
     outputs_of,
     random_like,
+    skip_unchecked,
     weighted_sum,
     wide,
+    with_arrays,
 )
 
 import ember
@@ -99,15 +107,6 @@ def _assert_same(got, want, tol, what, check_dtype=True):
     assert_close(got, want, tol, what, where=finite)
 
 
-def _skip_unchecked(reasons: list[str], samples: list) -> None:
-    """Skip, naming why, a cell none of whose samples was checked (`reasons`: one per sample of the cell,
-    "" for a checked one; `samples`: the entry's autodiff samples)."""
-    if all(reasons):
-        if not samples:
-            pytest.skip("no sample has an inexact array argument")
-        pytest.skip("; ".join(dict.fromkeys(reasons)) or "the entry's only sample runs in the CI cell")
-
-
 # --- vmap(grad) against a loop of grad -------------------------------------------------------------
 
 
@@ -119,15 +118,13 @@ def _batch(rng, x: np.ndarray) -> np.ndarray:
 
 def _vmap_of_grad(op, sample, rng, dtype) -> str:
     """Check one sample; return why it was not checked ("" when it was)."""
-    positions = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
-    mapped = [is_inexact(sample.args[i]) for i in positions]
-    arrays = [sample.args[i] for i in positions]
+    slots = array_slots(sample)  # arrays inside list/tuple arguments and keyword ones too
+    arrays = array_arguments(sample, slots)
+    mapped = [is_inexact(a) for a in arrays]
 
     def call(*arrays):
-        args = list(sample.args)
-        for i, a in zip(positions, arrays):
-            args[i] = a
-        return outputs_of(op.op(*args, **sample.kwargs))
+        args, kwargs = with_arrays(sample, slots, arrays)
+        return outputs_of(op.op(*args, **kwargs))
 
     outs = call(*arrays)
     live = [k for k, o in enumerate(outs) if np.dtype(o.dtype).kind in "fcV"]
@@ -168,10 +165,10 @@ def _vmap_of_grad(op, sample, rng, dtype) -> str:
 @pytest.mark.parametrize("op, dtype, which", _cells(INEXACT))
 def test_vmap_of_grad_matches_a_loop(op, dtype, which):
     rng, samples = autodiff_cases(op, dtype)
-    chosen = _choose(samples, lambda s: _inexact_size(a for a in s.args if is_inexact(a)), which)
+    chosen = _choose(samples, lambda s: _inexact_size(array_arguments(s, array_slots(s, is_inexact))), which)
     with ember.config.x64(dtype in SIXTY_FOUR_BIT):
         reasons = [_vmap_of_grad(op, sample, rng, dtype) for sample in chosen]
-    _skip_unchecked(reasons, samples)
+    skip_unchecked(reasons, samples)
 
 
 # --- jacrev / jacfwd against loops of jvp and vjp --------------------------------------------------
@@ -263,4 +260,4 @@ def test_jacrev_and_jacfwd_match_loops_of_jvp_and_vjp(op, dtype, which):
             return max(_inexact_size(primals), _inexact_size(_real_outputs(fn)(*primals)))
 
         reasons = [_jacobians(op, sample) for sample in _choose(samples, size, which)]
-    _skip_unchecked(reasons, samples)
+    skip_unchecked(reasons, samples)

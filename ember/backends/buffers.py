@@ -1,7 +1,7 @@
 """Buffer reuse for generated code: which equation may write its result into a dead buffer (`out=`).
 
-An elementwise equation whose kernel is a NumPy ufunc, with operands and result of one floating or
-complex dtype, can write into any buffer of its result's shape and dtype that nothing will read
+An elementwise equation whose kernel is a NumPy ufunc, with operands and result of one real floating
+dtype (and more than one element), can write into any buffer of its result's shape and dtype that nothing will read
 again. Such buffers are the results of earlier ufunc equations (freshly allocated, owned by the
 program), once every variable that may share their memory is dead. Whether a variable may share
 memory is decided conservatively: the result of a ufunc is new memory; the result of any other
@@ -22,7 +22,9 @@ import numpy as np
 
 __all__ = ["plan_buffers", "ufunc_for"]
 
-_REUSABLE_KINDS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+# Real floating dtypes only: NumPy's complex multiply takes another loop (without FMA) when its output
+# aliases an operand, so the last bits would differ from eager mode's fresh output.
+_REUSABLE_KINDS = {np.dtype(np.float32), np.dtype(np.float64)}
 # Kernels that are not ufuncs themselves but are exactly one for inexact operands.
 _INEXACT_UFUNCS = {"div": np.true_divide}
 
@@ -33,7 +35,7 @@ def ufunc_for(eqn: Any, kernel: Callable[..., Any]) -> np.ufunc | None:
     if fn is None or fn.nout != 1 or eqn.params or len(eqn.outvars) != 1:
         return None
     aval = eqn.outvars[0].aval
-    if aval.dtype not in _REUSABLE_KINDS or aval.shape == () or any(v.aval.dtype != aval.dtype for v in eqn.inputs):
+    if aval.dtype not in _REUSABLE_KINDS or aval.size <= 1 or any(v.aval.dtype != aval.dtype for v in eqn.inputs):
         return None
     return fn
 

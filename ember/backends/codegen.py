@@ -71,14 +71,19 @@ _PARAM_NAMESPACE = {"dtype": np.dtype, "inf": float("inf"), "nan": float("nan"),
 
 
 def _literal(value: Any) -> str | None:
-    """`repr(value)` when it evaluates back to an equal value of the same type; else None."""
+    """`repr(value)` when it evaluates back to the same value of the same type; else None. Numbers
+    must come back bit for bit: ``repr(np.complex64(-0.5j))`` evaluates with a real part of -0.0."""
     text = repr(value)
     try:
         back = eval(text, dict(_PARAM_NAMESPACE))
     except Exception:  # noqa: BLE001 - any repr that does not evaluate is simply not a literal
         return None
+    if type(back) is not type(value):
+        return None
+    if isinstance(value, (np.generic, float, complex)):
+        return text if np.asarray(back).tobytes() == np.asarray(value).tobytes() else None
     try:
-        same = type(back) is type(value) and bool(back == value)
+        same = bool(back == value)
     except Exception:  # noqa: BLE001 - comparison of exotic parameters (arrays): not a literal
         return None
     return text if same else None

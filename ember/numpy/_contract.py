@@ -7,6 +7,7 @@ opt_einsum, and each pairwise step becomes one dot_general.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,16 +64,27 @@ _MATMUL_FAST = {np.dtype(t) for t in ("float32", "float64", "complex64", "comple
 
 
 def _matmul_fast(x1: Array, x2: Array) -> Array | None:
-    # Two concrete CPU arrays of one float/complex dtype (no promotion, accumulation in that
-    # dtype, as the dot_general kernel does): NumPy's matmul directly. None: take the general path.
+    # Two concrete CPU arrays of one float/complex dtype (no promotion, accumulation in that dtype):
+    # the very NumPy calls that the dot_general kernel (backends/kernels.py) makes for the general
+    # path's contraction, without binding it, so that eager results are the bits that jit and the
+    # transforms compute (np.matmul on a stack rounds differently from np.dot's one product).
+    # None: take the general path (promotion, broadcast batches, vectors against stacks, outer products).
     x, y = x1._value, x2._value
     if type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype is not y.dtype or x.dtype not in _MATMUL_FAST:
         return None
     if x.ndim == 0 or y.ndim == 0 or x.shape[-1] != y.shape[max(y.ndim - 2, 0)]:
         return None
-    try:
-        out = np.matmul(x, y)
-    except ValueError:  # batch dimensions that do not broadcast: the general path explains
+    if y.ndim <= 2:  # the kernel's plain matrix/vector product
+        out = np.dot(x, y)
+    elif x.shape[:-2] == y.shape[:-2] and x.shape[-1] != 1:  # one batch of matrix products
+        batch, (m, k), n = x.shape[:-2], x.shape[-2:], y.shape[-1]
+        nb = math.prod(batch)
+        if nb == 1:
+            out = np.matmul(x.reshape(m, k), y.reshape(k, n))
+        else:
+            out = np.matmul(x.reshape(nb, m, k), y.reshape(nb, k, n))
+        out = out.reshape(batch + (m, n))
+    else:
         return None
     return wrap(np.asarray(out), x1._weak and x2._weak)
 

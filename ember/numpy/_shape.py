@@ -441,6 +441,8 @@ def pad(array: ArrayLike, pad_width, mode: str = "constant", constant_values=0) 
     if mode not in _PAD_MODES:
         raise InvalidArgumentError(f"pad: mode {mode!r} is not supported; use one of {', '.join(_PAD_MODES)}")
     widths = _pairs("pad", "pad_width", pad_width, x.ndim, integer=True)
+    if mode == "constant" and isinstance(constant_values, Array):  # possibly traced: never made concrete
+        return _pad_with_array(x, widths, constant_values)
     if mode in ("constant", "empty"):
         values = _pairs("pad", "constant_values", 0 if mode == "empty" else constant_values, x.ndim)
         if len({repr(v) for pair in values for v in pair}) <= 1:  # one value: a single lax.pad
@@ -456,6 +458,29 @@ def pad(array: ArrayLike, pad_width, mode: str = "constant", constant_values=0) 
     for axis, (lo, hi) in enumerate(widths):
         if lo or hi:
             x = _pad_axis(x, axis, lo, hi, mode)
+    return x
+
+
+def _pad_with_array(x: Array, widths: list[tuple], values: Array) -> Array:
+    """pad's mode "constant" with constant_values an Array (under jit or another transform, a traced one):
+    a scalar, a (before, after) pair or one pair per axis, as with Python values."""
+    if x.ndim == 0:
+        return x
+    if values.ndim == 0:
+        return lax.pad(x, asarray(values, x.dtype), [(lo, hi, 0) for lo, hi in widths])
+    try:
+        if np.broadcast_shapes(values.shape, (x.ndim, 2)) != (x.ndim, 2):
+            raise ValueError
+    except ValueError:
+        raise ShapeError(f"pad: constant_values of shape {values.shape} does not give a (before, after) pair "
+                         f"for each of {x.ndim} axes") from None  # fmt: skip
+    pairs = asarray(lax.broadcast_in_dim(values, (x.ndim, 2), tuple(range(2 - values.ndim, 2))), x.dtype)
+    for axis, (lo, hi) in enumerate(widths):
+        config = [(0, 0, 0)] * x.ndim
+        config[axis] = (lo, 0, 0)
+        x = lax.pad(x, pairs[axis, 0], config)
+        config[axis] = (0, hi, 0)
+        x = lax.pad(x, pairs[axis, 1], config)
     return x
 
 
