@@ -419,3 +419,15 @@ def test_complex_results_keep_their_bits_under_jit():
     x = enp.asarray(np.array(complex(-0.0, 0.0), np.complex64))
     got, want = np.asarray(ember.jit(lambda x: x + c)(x)), np.asarray(x + c)
     assert got.tobytes() == want.tobytes(), (got, want)
+
+
+def test_grad_of_jit_splits_the_program_once_into_primal_and_linear_parts():
+    f = ember.jit(lambda x, n: enp.sum(enp.sin(x) ** 2) * n)
+    x = _rand(7)
+    for _ in range(2):
+        got = ember.grad(f)(enp.asarray(x), enp.asarray(3.0))
+        np.testing.assert_allclose(np.asarray(got), 3.0 * 2 * np.sin(x) * np.cos(x), rtol=1e-5, atol=1e-6)
+    entry = next(iter(f._cache.values()))
+    assert list(entry.sub.derived) == [("jvp", (True, False))]  # traced once, for a tangent of x only
+    primal_out, tangent_out = ember.jvp(lambda x: f(x, enp.asarray(3.0)), (enp.asarray(x),), (enp.ones(7),))
+    np.testing.assert_allclose(float(tangent_out), float(np.sum(3.0 * 2 * np.sin(x) * np.cos(x))), rtol=1e-5)

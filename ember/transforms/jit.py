@@ -31,6 +31,7 @@ from ember.backends.codegen import Compiled, compile_program
 from ember.config import config
 from ember.core import dtypes, passes
 from ember.core.abstract import ShapedArray
+from ember.core.ad import Zero
 from ember.core.array import Array, from_host, wrap
 from ember.core.batching import axis_rules
 from ember.core.ir import Program
@@ -38,7 +39,6 @@ from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
 from ember.errors import ArgumentTypeError
-from ember.transforms.jvp import jvp_flat
 from ember.transforms.vmap import BatchTracer, vmap
 
 __all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir"]
@@ -165,7 +165,28 @@ def _jit_call_inline(*args: Any, sub: SubProgram) -> list[Any]:
 
 
 def _jit_call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, sub: SubProgram):
-    return jvp_flat(sub, primals, tangents)
+    """The jitted function's outputs and tangents as two calls: the primal program, which also returns
+    the residuals, and the linear program from the residuals and tangents. On concrete primals (grad
+    or jvp of a jitted function) the first runs compiled; the second is recorded by linearize's
+    staging (and transposed) or runs compiled in forward mode. Traced once per pattern of nonzero
+    tangents."""
+    from ember.lax._programs import linearize_program  # ember.lax imports this module
+
+    nz = tuple(type(t) is not Zero for t in tangents)
+    split = sub.derived.get(("jvp", nz))
+    if split is None:
+        program = sub.program
+        flat = Program([], [*program.constvars, *program.invars], program.eqns, program.outvars)
+        lin = linearize_program(flat, nz, name=sub.name)
+        split = (lin, SubProgram(lin.primal.program, sub.name), SubProgram(lin.lin.program, sub.name))
+        if not any(isinstance(c, Tracer) for c in (*lin.primal.consts, *lin.lin.consts)):
+            sub.derived[("jvp", nz)] = split
+    lin, primal_sub, lin_sub = split
+    n_out = len(sub.program.outvars)
+    outs = jit_call_p.bind(*lin.primal.consts, *primals, sub=primal_sub)
+    outs, res = outs[:n_out], outs[n_out:]
+    touts = iter(jit_call_p.bind(*lin.lin.consts, *res, *[t for t, z in zip(tangents, nz) if z], sub=lin_sub))
+    return outs, [next(touts) if z else Zero(o.aval) for o, z in zip(outs, lin.out_nz)]
 
 
 def _jit_call_batch(trace: Any, vals: Sequence[Any], dims: Sequence[Any], *, sub: SubProgram):
