@@ -476,6 +476,63 @@ def test_transpose_of_a_dot_general_swaps_its_operands():
     assert _prims(_apply(optimize, program, consts, a, b)[0]) == ["dot_general", "transpose"]
 
 
+def _eye_times(n, *factors, dtype=np.float32):
+    """A function of (x, *factors) multiplying the identity (a constant) by each factor in turn."""
+    eye = enp.asarray(np.eye(n, dtype=dtype))
+
+    def diag(*fs):
+        d = eye
+        for f, how in zip(fs, factors):
+            d = d * (f if how == "row" else f[:, None] if how == "column" else lax.broadcast_in_dim(f, (n, n), (0,)))
+        return d
+
+    return diag
+
+
+@pytest.mark.parametrize("factors", [(), ("row",), ("column",), ("row", "broadcast", "column")])
+@pytest.mark.parametrize("side, k, spec, x_shape", [
+    (0, 0, "ij,jk->ik", (5, 3)), (0, 1, "ij,kj->ik", (3, 5)), (0, 1, "ij,kjl->ikl", (2, 5, 4)),
+    (1, 1, "ki,ij->kj", (3, 5)), (1, 0, "ik,ij->kj", (5, 3)), (1, 1, "kil,ij->klj", (2, 5, 4)),
+])  # fmt: skip
+def test_a_product_with_a_diagonal_matrix_becomes_a_scaling(factors, side, k, spec, x_shape):
+    # jacrev's basis (the identity) times the derivatives along the way, then a linear layer
+    n = 5
+    diag = _eye_times(n, *factors)
+    contract = (((1,), (k,)) if side == 0 else ((k,), (0,)), ((), ()))
+
+    def f(x, *fs):
+        d = diag(*fs)
+        return lax.dot_general(d, x, contract) if side == 0 else lax.dot_general(x, d, contract)
+
+    x, fs = _rand(*x_shape), [_rand(n) for _ in factors]
+    program, consts = _ir(f, x, *fs)
+    new, new_consts = _apply(optimize, program, consts, x, *fs)
+    assert "dot_general" not in _prims(new) and new_consts == []
+    d = np.prod([np.ones(n, np.float32), *fs], axis=0)
+    operands = (np.diag(d), x) if side == 0 else (x, np.diag(d))
+    np.testing.assert_array_equal(_run(new, [], x, *fs)[0], np.einsum(spec, *operands))
+
+
+def test_jacrev_of_a_linear_layer_never_multiplies_by_the_identity():
+    w, x = _rand(6, 6), _rand(6)
+    program, consts = _ir(ember.jacrev(lambda x: enp.tanh(enp.asarray(w) @ x)), x)
+    new, _ = _apply(optimize, program, consts, x)
+    assert _prims(new).count("dot_general") == 1  # the forward product only
+    np.testing.assert_allclose(_run(new, _, x)[0], (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: np.eye(n, k=1, dtype=np.float32),  # not the identity
+    lambda n: 2 * np.eye(n, dtype=np.float32),
+])  # fmt: skip
+def test_matrices_not_known_to_be_diagonal_keep_their_matmul(make):
+    m, x = enp.asarray(make(4)), _rand(4, 3)
+    program, consts = _ir(lambda x, v: (m * v) @ x, x, _rand(4))
+    assert _prims(_apply(optimize, program, consts, x, _rand(4))[0]).count("dot_general") == 1
+    program, consts = _ir(lambda x, v: (enp.asarray(np.eye(4, dtype=np.float32)) * v) @ x, x, _rand(4, 4))
+    assert _prims(_apply(optimize, program, consts, x, _rand(4, 4))[0]).count("dot_general") == 1  # a full factor
+
+
 # --- optimize, and jit end to end ---------------------------------------------------------------------
 
 

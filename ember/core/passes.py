@@ -255,6 +255,7 @@ class _Simplifier:
         self.renames = _Renames()
         self.eqns: list[Eqn] = []
         self._uniform: dict[Var, Any] = {}
+        self._diagonal: dict[Var, list[Atom] | None] = {}
         # Uses in the original program; a renamed variable's uses pass to its replacement. Dead
         # equations keep counting, so these are upper bounds: rules that need "used once" are safe.
         self.uses = Counter(v for eqn in program.eqns for v in eqn.inputs if type(v) is Var)
@@ -290,6 +291,48 @@ class _Simplifier:
         if type(v) is Var:
             self._uniform[v] = value
         return value
+
+    def diagonal(self, v: Atom) -> list[Atom] | None:
+        """When `v` is a square matrix known to be diagonal: the identity (a constant, such as
+        jacrev's basis) times scalars and vectors, the factors whose product in this order is its
+        diagonal (none for the identity); otherwise None."""
+        if type(v) is not Var or v.aval.ndim != 2 or v.aval.shape[0] != v.aval.shape[1]:
+            return None
+        if v not in self._diagonal:
+            self._diagonal[v] = self._find_diagonal(v)
+        return self._diagonal[v]
+
+    def _find_diagonal(self, v: Var) -> list[Atom] | None:
+        if v in self.known:
+            array = self.known[v]._value
+            return [] if np.array_equal(array, np.eye(len(array), dtype=array.dtype)) else None
+        eqn = self.producer_of(v, mul_p)
+        if eqn is None:
+            return None
+        for matrix, factor in (eqn.inputs, eqn.inputs[::-1]):
+            factors = self.diagonal(matrix) if matrix.aval == v.aval else None
+            vector = self._vector(factor, v.aval.shape[0])
+            if factors is not None and vector is not None:
+                return [*factors, vector]
+        return None
+
+    def _vector(self, v: Atom, n: int) -> Atom | None:
+        """`v` as a scalar or an (n,) vector when it is one, or one reshaped to a row or a column or
+        broadcast along a single axis of an (n, n) matrix (multiplying a diagonal matrix by it scales
+        the diagonal); otherwise None."""
+        if v.aval.shape in ((), (n,)):
+            return v
+        eqn = self.producer_of(v, broadcast_in_dim_p, *_RESHAPES)
+        if eqn is not None and eqn.inputs[0].aval.shape in ((), (n,)):
+            return eqn.inputs[0]
+        return None
+
+    def emit(self, primitive: Primitive, inputs: list[Atom], **params: Any) -> Atom:
+        """Add a new equation ``primitive[params](*inputs)`` (simplified like any other); its result."""
+        out = Var(primitive.abstract_eval(*[v.aval for v in inputs], **params))
+        self.uses.update(v for v in inputs if type(v) is Var)
+        self.add(Eqn(primitive, inputs, params, [out]))
+        return self.renames(out)
 
     def add(self, eqn: Eqn) -> None:
         eqn = _renamed(eqn, self.renames)
@@ -436,9 +479,12 @@ def _through_transpose(perm: tuple[int, ...], contract: tuple[int, ...], batch: 
     return tuple(perm[a] for a in contract), tuple(perm[a] for a in batch)
 
 
-def _dot_general(s: _Simplifier, eqn: Eqn) -> Eqn | None:
+def _dot_general(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.inputs
+    scaled = _diagonal_product(s, eqn)
+    if scaled is not None:
+        return scaled
     for side, operand in enumerate(eqn.inputs):
         t = s.producer_of(operand, transpose_p)
         if t is None:
@@ -451,6 +497,37 @@ def _dot_general(s: _Simplifier, eqn: Eqn) -> Eqn | None:
         else:
             inputs, numbers = [lhs, t.inputs[0]], ((lc, moved[0]), (lb, moved[1]))
         return eqn._replace(inputs=inputs, params={**eqn.params, "dimension_numbers": numbers})
+    return None
+
+
+def _diagonal_product(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
+    """A product with a diagonal matrix diag(d) as a scaling: ``dot_general(diag(d), x)`` contracting
+    x's axis k is ``d[:, None, ...] * x`` with axis k moved first, and ``dot_general(x, diag(d))`` is
+    ``x * d`` with axis k moved last. n^2 multiplications instead of an n^3 matmul: the pulled-back
+    identity of jacrev meets its first linear layer this way. The values are the same (each output
+    is one product plus exact zeros) except where x holds an infinity or a NaN, which the matmul
+    spreads along the row through 0 * inf (like the sign of zero in ``x + 0``, a trade for speed)."""
+    (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.inputs
+    out = eqn.outvars[0].aval
+    if lb or len(lc) != 1 or not (lhs.aval.dtype == rhs.aval.dtype == out.dtype) or out.weak_type:
+        return None
+    for side, (diag, x, k) in enumerate(((lhs, rhs, rc[0]), (rhs, lhs, lc[0]))):
+        factors = s.diagonal(diag) if diag.aval.ndim == 2 else None
+        if factors is None:
+            continue
+        rest = [a for a in range(x.aval.ndim) if a != k]
+        perm = (k, *rest) if side == 0 else (*rest, k)
+        if perm != tuple(range(x.aval.ndim)):
+            x = s.emit(transpose_p, [x], permutation=perm)
+        if not factors:
+            return x
+        d = factors[0]
+        for f in factors[1:]:
+            d = s.emit(mul_p, [d, f])
+        if side == 0 and d.aval.ndim == 1:
+            d = s.emit(reshape_p, [d], new_sizes=(d.aval.shape[0],) + (1,) * (x.aval.ndim - 1), dimensions=None)
+        return Eqn(mul_p, [x, d], {}, eqn.outvars)
     return None
 
 
