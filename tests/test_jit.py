@@ -375,6 +375,59 @@ def test_buffer_reuse_never_overwrites_a_live_view_an_input_or_an_output():
     np.testing.assert_array_equal(np.asarray(a_out), a)
 
 
+# --- loop fusion of elementwise chains on large arrays (ember/backends/fusion.py) --------------------------
+
+
+def _adam_like(p, m, v, g, lr):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    return p - lr * m / (enp.sqrt(v) + 1e-5), m, v
+
+
+def _same_bits(got, want):
+    for a, b in zip(ember.tree.leaves(got), ember.tree.leaves(want), strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("shape, dtype", [((300, 700), np.float32), ((200_000,), np.float32), ((64, 64, 40), np.float64)])
+def test_elementwise_chains_on_large_arrays_run_fused_in_blocks_with_eager_bits(shape, dtype):
+    # (300, 700) float32: 93 rows a block, the last one partial; (64, 64, 40) float64: 12 rows a block
+    with ember.config.x64(dtype == np.float64):
+        args = [enp.asarray(_rand(*shape).astype(dtype)) for _ in range(4)]
+        args[2] = enp.abs(args[2])
+        lr = enp.asarray(np.asarray(1e-3, dtype))
+        f = ember.jit(_adam_like)
+        source = f.lower(*args, lr).source
+        assert "elementwise equations fused" in source and "for _r in range(" in source
+        assert args[0].dtype == dtype
+        _same_bits(f(*args, lr), _adam_like(*args, lr))
+
+
+def test_a_fused_group_ends_where_something_else_reads_it():
+    def f(x, y):
+        a = x * 2.0 + y  # fusible
+        b = enp.tanh(a)  # not fusible (not correctly rounded): reads a, so a's group closes here
+        c = a * y - 1.0  # a new group, reading a from memory
+        return b * c + a, enp.sum(c)
+
+    x, y = (enp.asarray(_rand(400, 600)) for _ in range(2))
+    jitted = ember.jit(f)
+    source = jitted.lower(x, y).source
+    assert source.count("elementwise equations fused") >= 2
+    assert source.index("fused") < source.index("ops.tanh") < source.rindex("fused")
+    _same_bits(jitted(x, y), f(x, y))
+
+
+def test_small_or_broadcasting_operands_are_not_fused():
+    big, row = enp.asarray(_rand(400, 600)), enp.asarray(_rand(600))
+    f = ember.jit(lambda x, r: (x * r + 1.0) * r - x)  # every equation broadcasts a row
+    assert "fused" not in f.lower(big, row).source
+    _same_bits(f(big, row), (big * row + 1.0) * row - big)
+    g = ember.jit(lambda x: (x * 2.0 + 1.0) * x)
+    assert "fused" not in g.lower(enp.asarray(_rand(100, 100))).source  # under two blocks: as it was
+
+
 # --- eager and jit compute the same bits (the op database's jit column checks every entry) ------------
 
 
@@ -430,4 +483,5 @@ def test_grad_of_jit_splits_the_program_once_into_primal_and_linear_parts():
     entry = next(iter(f._cache.values()))
     assert list(entry.sub.derived) == [("jvp", (True, False))]  # traced once, for a tangent of x only
     primal_out, tangent_out = ember.jvp(lambda x: f(x, enp.asarray(3.0)), (enp.asarray(x),), (enp.ones(7),))
+    np.testing.assert_allclose(float(primal_out), float(np.sum(np.sin(x) ** 2) * 3.0), rtol=1e-5)
     np.testing.assert_allclose(float(tangent_out), float(np.sum(3.0 * 2 * np.sin(x) * np.cos(x))), rtol=1e-5)

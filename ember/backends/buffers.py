@@ -15,7 +15,7 @@ glibc's threshold) and keeps the working set small.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,11 +40,13 @@ def ufunc_for(eqn: Any, kernel: Callable[..., Any]) -> np.ufunc | None:
     return fn
 
 
-def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]]) -> dict[int, Any]:
-    """``{equation index: variable}``: equation i may write its result into that variable's buffer."""
-    n = len(program.eqns)
+def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], items: Sequence[Any]) -> dict[int, Any]:
+    """``{index: variable}``: item i of `items` (the program's equations, some of them fused groups:
+    see fusion.py) may write its result into that variable's buffer; for a group, ``{index: [variable
+    or None for each of its results]}``."""
+    n = len(items)
     last_use: dict[Any, int] = {}
-    for i, eqn in enumerate(program.eqns):
+    for i, eqn in enumerate(items):
         for v in eqn.inputs:
             if type(v).__name__ != "Literal":
                 last_use[v] = i
@@ -87,10 +89,16 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]]) 
 
     for v in (*program.constvars, *program.invars):
         join(v, set(), fresh=False)
-    for i, eqn in enumerate(program.eqns):
+    for i, eqn in enumerate(items):
         dying = [v for v in set(eqn.inputs) if last_use.get(v) == i]
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
-        if out is not None and ufunc_for(eqn, kernel_for(eqn.primitive)) is not None:
+        if type(eqn).__name__ == "Fused":  # fresh results; its operands are read until it ends
+            plan[i] = [(free.get((v.aval.shape, v.aval.dtype)) or [None]).pop() for v in eqn.outvars]
+            for v in eqn.outvars:
+                join(v, set(), fresh=True)
+            for v in dying:
+                release(v)
+        elif out is not None and ufunc_for(eqn, kernel_for(eqn.primitive)) is not None:
             for v in dying:  # first: an operand's buffer may take the result (in place)
                 release(v)
             pool = free.get((out.aval.shape, out.aval.dtype))

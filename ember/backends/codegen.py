@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends.buffers import plan_buffers, ufunc_for
+from ember.backends.fusion import Fused, plan_fusion
 
 __all__ = ["Compiled", "compile_program"]
 
@@ -132,18 +133,61 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         ops[ident] = fn
         return f"ops.{ident}"
 
-    reuse = plan_buffers(program, kernel_for)
+    def ufunc_name(eqn: Any) -> str:
+        fn = ufunc_for(eqn, kernel_for(eqn.primitive))
+        return f"np.{fn.__name__}" if getattr(np, fn.__name__, None) is fn else op_name(eqn.primitive)
+
+    def fused_lines(group: Fused, reused: list[Any]) -> list[str]:
+        """The loop that runs `group` block by block (see fusion.py)."""
+        for v in group.outvars:
+            var_name[v] = next(names)
+        rows, n = group.rows, group.shape[0]
+        dtype = group.outvars[0].aval.dtype if group.outvars else group.eqns[0].outvars[0].aval.dtype
+        block = f"({rows}, {', '.join(map(str, group.shape[1:]))})" if len(group.shape) > 1 else f"({rows},)"
+        head = [f"    # {len(group.eqns)} elementwise equations fused on {group.shape}, {rows} rows a block"]
+        for v, into in zip(group.outvars, reused):
+            head.append(f"    {var_name[v]} = {var_name[into] if into is not None else f'np.empty({v.aval.shape}, {dtype!r})'}")
+        sliced = [v for v in (*group.inputs, *group.outvars) if v.aval.shape]
+        local = {v: f"{var_name[v]}_" for v in sliced}
+        last_use = {v: k for k, eqn in enumerate(group.eqns) for v in eqn.inputs}
+        free: list[str] = []
+        scratch: list[str] = []
+        body = []
+        for k, eqn in enumerate(group.eqns):
+            args = [local.get(v) or name_of(v) for v in eqn.inputs]
+            for v in set(eqn.inputs):
+                if v in local and v not in sliced and last_use[v] == k:
+                    free.append(local[v])  # dead: its block buffer may take this result
+            out = eqn.outvars[0]
+            if out not in local:
+                if not free:
+                    scratch.append(f"_t{next(scratch_ids)}")
+                    free.append(scratch[-1] if n % rows == 0 else f"{scratch[-1]}_")
+                local[out] = free.pop()
+            body.append(f"        {ufunc_name(eqn)}({', '.join(args)}, out={local[out]})")
+        head += [f"    {t} = np.empty({block}, {dtype!r})" for t in scratch]
+        loop = [f"    for _r in range(0, {n}, {rows}):", f"        _b = slice(_r, _r + {rows})"]
+        if sliced:
+            loop.append(f"        {', '.join(local[v] for v in sliced)}, = {', '.join(f'{var_name[v]}[_b]' for v in sliced)},")
+        if scratch and n % rows:
+            loop.append(f"        {', '.join(f'{t}_' for t in scratch)}, = {', '.join(f'{t}[:{n} - _r]' for t in scratch)},")
+        return head + loop + body
+
+    items = plan_fusion(program, kernel_for)
+    reuse = plan_buffers(program, kernel_for, items)
+    scratch_ids = itertools.count()
     for v in (*program.constvars, *program.invars):
         var_name[v] = next(names)
     fn_name = name if name.isidentifier() and not keyword.iskeyword(name) else "program"
     lines = [f"def {fn_name}({', '.join(var_name[v] for v in (*program.constvars, *program.invars))}):"]
-    for i, eqn in enumerate(program.eqns):
+    for i, eqn in enumerate(items):
+        if type(eqn) is Fused:
+            lines += fused_lines(eqn, reuse[i])
+            continue
         args = [name_of(v) for v in eqn.inputs]
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
         if i in reuse:  # the result goes into a dead buffer (see buffers.py)
-            fn = ufunc_for(eqn, kernel_for(eqn.primitive))
-            ident = f"np.{fn.__name__}" if getattr(np, fn.__name__, None) is fn else op_name(eqn.primitive)
-            call = f"{ident}({', '.join(args)}, out={var_name[reuse[i]]})"
+            call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[reuse[i]]})"
         else:
             call = f"{op_name(eqn.primitive)}({', '.join(args)})"
         for v in eqn.outvars:
