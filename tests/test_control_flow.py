@@ -17,7 +17,15 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import grad, jit, jvp, lax, vmap
-from ember.errors import ArgumentTypeError, ConcretizationError, DTypeError, EmberError, ShapeError, TransformError
+from ember.errors import (
+    ArgumentTypeError,
+    ConcretizationError,
+    DTypeError,
+    EmberError,
+    InvalidArgumentError,
+    ShapeError,
+    TransformError,
+)
 from ember.test_util import check_grads
 
 RNG = np.random.default_rng(0)
@@ -422,6 +430,34 @@ def test_scan_vmap(axes):
     got_g = vmap(g, axes)(*batched)
     for k in range(3):
         close(ember.tree.map(lambda x, k=k: x[k], got_g), grad(scan_loss(ref_scan, False), argnums=(0, 1))(*example(k)))
+
+
+@pytest.mark.parametrize("unroll", [2, 3, 5, 9, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_unroll_runs_several_steps_a_call_with_the_same_bits(unroll, reverse):
+    # length 5: unroll 2 and 3 leave a remainder run step by step; 9 and True run all five in one call
+    args = SCAN_ARGS
+
+    def f(*a, reverse=reverse, unroll=unroll):
+        return lax.scan(scan_body, {"h": a[0], "w": a[1]}, {"x": a[2], "y": a[3]}, reverse=reverse, unroll=unroll)
+
+    for call in (f, jit(f)):
+        for _ in range(6):  # past the calls that run the body uncompiled
+            got, want = call(*args), f(*args, unroll=1)
+        for a, b in zip(ember.tree.leaves(got), ember.tree.leaves(want), strict=True):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    g = grad(scan_loss(f, reverse), argnums=(0, 1, 2, 3))
+    close(jit(g)(*args), grad(scan_loss(ref_scan, reverse), argnums=(0, 1, 2, 3))(*args))
+
+
+def test_scan_unroll_must_be_a_positive_int_or_a_bool():
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(InvalidArgumentError, match=r"lax\.scan: unroll must be a positive int or a bool"):
+            lax.scan(lambda c, x: (c, x), 0.0, enp.ones(3), unroll=bad)
+        with pytest.raises(InvalidArgumentError, match=r"lax\.fori_loop: unroll must be a positive int or a bool"):
+            lax.fori_loop(0, 3, lambda i, x: x, 0.0, unroll=bad)
+    for unroll in (True, False, 2):
+        assert float(lax.fori_loop(1, 6, lambda i, x: x * i, enp.asarray(1.0), unroll=unroll)) == 120.0
 
 
 def test_scan_without_xs_and_length():

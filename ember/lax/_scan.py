@@ -58,15 +58,50 @@ def _bind(consts: Sequence[Any], carry: Sequence[Any], xs: Sequence[Any], body: 
 
 def _scan_raw(*bufs: Any, body: Fn, n_consts: int, n_carry: int, length: int, reverse: bool, unroll: int,
               linear: tuple) -> list:  # fmt: skip
+    """The loop on raw buffers: `unroll` steps a call of the body repeated that many times (one
+    compiled function per `unroll` steps, optimized across them), the remaining steps one by one."""
     consts, carry, xs = _split(bufs, n_consts, n_carry)
     y_avals = body.out_avals[n_carry:]
     ys = [np.empty((length, *a.shape), a.dtype) for a in y_avals]
-    for i in range(length - 1, -1, -1) if reverse else range(length):
+    k = min(unroll, length)
+    steps = list(range(length - 1, -1, -1) if reverse else range(length))
+    blocks = [steps[j : j + k] for j in range(0, length - length % k, k)] if k > 1 else []
+    if blocks:
+        unrolled, unrolled_consts = _unrolled(body, n_consts, n_carry, k)
+        for block in blocks:
+            outs = run(unrolled, [*unrolled_consts, *consts, *carry, *[x[i] for i in block for x in xs]])
+            carry, outs = outs[:n_carry], outs[n_carry:]
+            for j, i in enumerate(block):
+                for y, o in zip(ys, outs[j * len(ys) : (j + 1) * len(ys)]):
+                    y[i] = o
+    for i in steps[len(blocks) * k :]:
         outs = run(body, [*consts, *carry, *[x[i] for x in xs]])
         carry = outs[:n_carry]
         for y, o in zip(ys, outs[n_carry:]):
             y[i] = o
     return [*carry, *ys]
+
+
+def _unrolled(body: Fn, n_consts: int, n_carry: int, k: int) -> tuple[Fn, list[Any]]:
+    """`body` k times in one program: (consts, carry, x slices of step 1, ..., of step k) -> (carry,
+    y slices of step 1, ..., of step k); made once per body and k."""
+    key = ("unroll", k)
+    if key not in body.cache:
+        n_x = len(body.in_avals) - n_consts - n_carry
+
+        def steps(*args: Any) -> list[Any]:
+            consts, carry, xs = args[:n_consts], list(args[n_consts : n_consts + n_carry]), args[n_consts + n_carry :]
+            ys = []
+            for j in range(k):
+                outs = body(*consts, *carry, *xs[j * n_x : (j + 1) * n_x])
+                carry = outs[:n_carry]
+                ys += outs[n_carry:]
+            return [*carry, *ys]
+
+        in_avals = body.in_avals
+        closed = close(steps, [*in_avals[: n_consts + n_carry], *in_avals[n_consts + n_carry :] * k], f"{body.name}_x{k}")
+        body.cache[key] = (closed.fn(f"{body.name}_x{k}"), [c._value for c in closed.consts])
+    return body.cache[key]
 
 
 raw_impls[scan_p] = _scan_raw

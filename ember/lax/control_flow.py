@@ -308,7 +308,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
       lower, upper: integer scalars.
       body_fun: (i, val) -> val, with `i` an integer scalar of the bounds' dtype.
       init_val: the initial value (a pytree of arrays).
-      unroll: accepted for JAX compatibility (static bounds only).
+      unroll: with static bounds, the `scan`'s unroll (a positive int or a bool); ignored otherwise.
 
     Returns:
       The final value.
@@ -325,14 +325,14 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
     lo_i, hi_i = _static_int(lower), _static_int(upper)
     lo = convert_element_type_p.bind(lo, new_dtype=dtype, weak_type=False)
     if lo_i is not None and hi_i is not None:
-        if unroll is not None and (isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1):
-            raise InvalidArgumentError(f"{op}: unroll must be a positive int, got {unroll!r}")
+        if unroll is not None and (not isinstance(unroll, (int, np.integer)) or (unroll < 1 and unroll is not False)):
+            raise InvalidArgumentError(f"{op}: unroll must be a positive int or a bool, got {unroll!r}")
 
         def step(carry: tuple, _: Any) -> tuple:
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (lo, init_val), None, length=max(hi_i - lo_i, 0), unroll=unroll or 1)
+        (_, val), _ = scan(step, (lo, init_val), None, length=max(hi_i - lo_i, 0), unroll=1 if unroll is None else unroll)
         return val
     hi = convert_element_type_p.bind(hi, new_dtype=dtype, weak_type=False)
 
@@ -364,7 +364,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
       xs: a pytree of arrays sharing their leading axis (or None, with `length`).
       length: the number of steps, when `xs` is None (else it must agree with `xs`).
       reverse: run from the last element of `xs` to the first.
-      unroll: accepted for JAX compatibility (a positive int or bool); it does not change results.
+      unroll: how many steps one iteration of the compiled loop runs (a positive int; True unrolls
+        all of them, False is 1): fewer calls and optimization across steps, the same results.
 
     Returns:
       ``(final carry, ys)``, with `ys` stacked along a new leading axis.
@@ -373,9 +374,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     (Array(6., dtype=float32), Array([0., 2., 9.], dtype=float32))
     """
     op = "lax.scan"
-    if isinstance(unroll, bool):
-        unroll = 1
-    if not isinstance(unroll, int) or unroll < 1:
+    if not isinstance(unroll, (int, np.integer)) or (unroll < 1 and unroll is not False):
         raise InvalidArgumentError(f"{op}: unroll must be a positive int or a bool, got {unroll!r}")
     init_leaves, carry_tree = tree_flatten(init)
     carry = _arrays(init_leaves, op, "init")
@@ -419,6 +418,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         return closed, store["tree"], [v.aval for v in closed.program.outvars[:n_carry]]
 
     body, carry = _carry(op, stage_body, carry, carry_tree, "f")
+    unroll = max(n, 1) if unroll is True else 1 if unroll is False else int(unroll)
     outs = scan_p.bind(*body.consts, *carry, *xs_flat, body=body.fn(getattr(f, "__name__", "f")),
                        n_consts=len(body.consts), n_carry=n_carry, length=n, reverse=bool(reverse), unroll=unroll,
                        linear=(False,) * (len(body.consts) + n_carry + len(xs_flat)))  # fmt: skip
