@@ -1,0 +1,35 @@
+"""NumPy kernels on paths that only large operands take (the op database's samples are small)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember import lax
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint16, np.complex64])
+@pytest.mark.parametrize("shape", [(70, 90), (5000,)])
+def test_select_n_on_many_elements_has_the_bits_of_numpy_where(dtype, shape):
+    # from 4096 elements select_n picks bits with integer masks instead of NumPy's branchy where
+    a = RNG.standard_normal(shape).astype(dtype)
+    b = RNG.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind in "fc":
+        a.flat[0], b.flat[1], b.flat[2] = np.nan, -0.0, np.inf
+    which = RNG.random(shape) > 0.5
+    want = np.where(which, a, b)
+    for select in (lax.select_n, ember.jit(lax.select_n)):
+        got = np.asarray(select(enp.asarray(which), enp.asarray(b), enp.asarray(a)))
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_select_n_with_broadcast_constant_cases():
+    # relu's derivative under jit: constants of one value broadcast to the operand's shape
+    x = RNG.standard_normal((128, 512)).astype(np.float32)
+    got = ember.jit(ember.grad(lambda x: enp.sum(enp.maximum(x, 0.0))))(enp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(got), np.where(x > 0, 1.0, np.where(x == 0, 0.5, 0.0)))
