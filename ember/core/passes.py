@@ -304,8 +304,9 @@ class _Simplifier:
 
     def _find_diagonal(self, v: Var) -> list[Atom] | None:
         if v in self.known:
-            array = self.known[v]._value
-            return [] if np.array_equal(array, np.eye(len(array), dtype=array.dtype)) else None
+            array = self.known[v]._value  # the diagonal first: a weight matrix fails there at once
+            identity = bool(np.all(np.diagonal(array) == 1)) and np.count_nonzero(array) == len(array)
+            return [] if identity else None
         eqn = self.producer_of(v, mul_p)
         if eqn is None:
             return None
