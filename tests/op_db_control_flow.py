@@ -89,11 +89,11 @@ def _loop_samples(rng, dtype):
             for n, s in ((2, (3,)), (0, (2,)), (3, ()), (1, (2, 2)), (2, (0, 3)))]  # fmt: skip
 
 
-def _scan(c, xs, w, reverse=False):
-    return lax.scan(lambda c, x: (lax.add(lax.mul(c, w), x), lax.mul(c, x)), c, xs, reverse=reverse)
+def _scan(c, xs, w, reverse=False, unroll=1):
+    return lax.scan(lambda c, x: (lax.add(lax.mul(c, w), x), lax.mul(c, x)), c, xs, reverse=reverse, unroll=unroll)
 
 
-def _scan_ref(c, xs, w, reverse=False):
+def _scan_ref(c, xs, w, reverse=False, unroll=1):  # unroll changes how the loop runs, not its values
     ys = [None] * xs.shape[0]
     order = range(xs.shape[0])
     for i in reversed(order) if reverse else order:
@@ -103,9 +103,11 @@ def _scan_ref(c, xs, w, reverse=False):
 
 def _scan_samples(rng, dtype):
     out = []
-    for k, n, reverse in (((2,), 3, False), ((), 4, True), ((3,), 1, False), ((2,), 0, False), ((1, 2), 2, True)):
+    for k, n, reverse, unroll in (((2,), 3, False, 1), ((), 4, True, 1), ((3,), 1, False, 1), ((2,), 0, False, 2),
+                                  ((1, 2), 2, True, 1), ((2,), 5, False, 2), ((), 3, True, True)):  # fmt: skip
         args = (make_array(rng, k, dtype), make_array(rng, (n, *k), dtype), make_array(rng, k, dtype))
-        out.append(Sample(args, {"reverse": reverse} if reverse else {}))
+        kwargs = {"reverse": reverse} if reverse else {}
+        out.append(Sample(args, {**kwargs, "unroll": unroll} if unroll != 1 else kwargs))
     return out
 
 
