@@ -11,12 +11,10 @@ raises in this file.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from test_conv import conv_case, window_case
-from vmap_check import vmap_matches_loop
+from vmap_check import no_loop_fallback, vmap_matches_loop  # noqa: F401 - an autouse fixture
 
 import ember
 import ember.numpy as enp
@@ -30,12 +28,7 @@ CONV_PRIMITIVES = (cv.conv_general_dilated_p, cv.reduce_window_sum_p, cv.reduce_
 
 
 @pytest.fixture(autouse=True)
-def _no_loop_fallback(monkeypatch):
-    # vmap warns only once per primitive and process; here the fallback fails every time.
-    def refuse(primitive):
-        raise AssertionError(f"vmap fell back to its Python loop for '{primitive.name}'")
-
-    monkeypatch.setattr(sys.modules["ember.transforms.vmap"], "_loop_rule", refuse)
+def _x64():
     with ember.config.x64(True):
         yield
 

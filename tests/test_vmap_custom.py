@@ -5,10 +5,9 @@ deliberately wrong derivatives of the rules, which prove that the rules are what
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
+from vmap_check import no_loop_fallback  # noqa: F401 - an autouse fixture: vmap's loop fallback fails these tests
 
 import ember
 import ember.numpy as enp
@@ -20,15 +19,6 @@ B = 4
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def _no_loop_fallback(monkeypatch):
-    """vmap's loop fallback (for a primitive without a batching rule) fails these tests."""
-    vmap_module = importlib.import_module("ember.transforms.vmap")  # (ember.transforms.vmap is also the function)
-
-    def refuse(primitive):
-        raise AssertionError(f"vmap fell back to a loop for primitive {primitive.name!r}: it has no batching rule")
-
-    monkeypatch.setattr(vmap_module, "_loop_rule", refuse)
 
 
 def _rand(*shape):

@@ -1,11 +1,26 @@
-"""The vmap-against-a-loop check shared by the per-family vmap tests."""
+"""What the per-family vmap tests share: the vmap-against-a-loop check, and a fixture that makes
+vmap's loop fallback fail a test (import `no_loop_fallback` into a test module to apply it there)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+import pytest
 
 import ember
 import ember.numpy as enp
+
+
+@pytest.fixture(autouse=True)
+def no_loop_fallback(monkeypatch):
+    """vmap's loop fallback (for a primitive without a batching rule) fails the test, every time (vmap
+    itself warns once per primitive and process)."""
+
+    def refuse(primitive):
+        raise AssertionError(f"vmap fell back to a loop for primitive {primitive.name!r}: it has no batching rule")
+
+    monkeypatch.setattr(sys.modules["ember.transforms.vmap"], "_loop_rule", refuse)
 
 
 def vmap_matches_loop(f, examples, in_axes, exact=False, tol=1e-12):
