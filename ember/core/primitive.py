@@ -23,7 +23,8 @@ from ember.core.array import Array, wrap
 from ember.config import config
 from ember.errors import ConcretizationError, NaNError, TracerLeakError
 
-__all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "custom_jvp_call", "custom_vjp_call", "new_trace", "trace_stack"]
+__all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "custom_jvp_call", "custom_vjp_call", "new_trace", "push_trace",
+           "trace_stack"]
 
 PRIMITIVES: dict[str, Primitive] = {}
 
@@ -292,17 +293,28 @@ def custom_vjp_call(fun: Callable[..., list], fwd: Callable[..., tuple], bwd: Ca
     return trace.process_custom_vjp_call(fun, fwd, bwd, [trace.full_raise(x) for x in args], out_trees)
 
 
-@contextlib.contextmanager
-def new_trace(trace_type: type[Trace], *args: Any) -> Iterator[Trace]:
-    """Push a new trace of `trace_type` for the duration of the block."""
+def _pushed(trace: Trace) -> Iterator[Trace]:
     stack = _state.stack
-    trace = trace_type(len(stack) + 1, *args)
+    trace.level, trace.alive = len(stack) + 1, True
     stack.append(trace)
     try:
         yield trace
     finally:
         trace.alive = False
         stack.pop()
+
+
+@contextlib.contextmanager
+def new_trace(trace_type: type[Trace], *args: Any) -> Iterator[Trace]:
+    """Push a new trace of `trace_type` for the duration of the block."""
+    yield from _pushed(trace_type(len(_state.stack) + 1, *args))
+
+
+@contextlib.contextmanager
+def push_trace(trace: Trace) -> Iterator[Trace]:
+    """Put a trace that has returned back on top of the stack for the duration of the block (a
+    transform entered again to run a function one of its rules kept for later)."""
+    yield from _pushed(trace)
 
 
 def _leak_error(where: str, trace: Trace) -> TracerLeakError:

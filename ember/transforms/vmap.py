@@ -32,7 +32,7 @@ from ember.core.primitive import (
     custom_jvp_call,
     custom_vjp_call,
     new_trace,
-    trace_stack,
+    push_trace,
 )
 from ember.core.pytree import broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from ember.errors import ConcretizationError, InvalidArgumentError
@@ -211,14 +211,8 @@ def _entered(trace: BatchTrace) -> Iterator[BatchTrace]:
         with new_trace(BatchTrace, trace.axis_size, trace.axis_name, trace.chunked) as fresh:
             yield fresh
         return
-    stack = trace_stack()
-    trace.level, trace.alive = len(stack) + 1, True
-    stack.append(trace)
-    try:
+    with push_trace(trace):
         yield trace
-    finally:
-        trace.alive = False
-        stack.pop()
 
 
 def batch_flat(fun: Callable[..., Sequence[Any]], trace: BatchTrace, in_dims: Sequence[int | None]) -> Callable:
