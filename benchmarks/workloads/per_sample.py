@@ -54,6 +54,18 @@ def _mlp_params(rng, sizes=MLP_SIZES, lead=()):
 # --------------------------------------------------------------------------- per-example grads, MLP
 
 
+def _numpy_and_ember(env, numpy_grads, loss, params, x, y):
+    """The NumPy reference and ember's per-example gradients ``vmap(grad(loss))``, eager and jitted."""
+    import ember
+
+    per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
+    jitted = ember.jit(per_sample)
+    eparams, ex, ey = [env.enp.asarray(p) for p in params], env.enp.asarray(x), env.enp.asarray(y)
+    return {"numpy": lambda: numpy_grads(params, x, y),
+            "ember": lambda: per_sample(eparams, ex, ey),
+            "ember_jit": lambda: jitted(eparams, ex, ey)}  # fmt: skip
+
+
 def numpy_mlp_per_sample_grads(params, x, y):
     """Per-example gradients of -sum(y * log_softmax(mlp(x))) for every row of x, by hand."""
     ws, bs = params[0::2], params[1::2]
@@ -73,7 +85,6 @@ def numpy_mlp_per_sample_grads(params, x, y):
 @workload("per_sample_grads_mlp", family="per_sample", target=1.0, rtol=1e-4, atol=1e-5,
           description="vmap(grad) MLP 64-128-128-10 b128")  # fmt: skip
 def _(env):
-    import ember
     from ember.scipy.special import logsumexp
 
     enp = env.enp
@@ -89,12 +100,7 @@ def _(env):
         logits = h @ params[-2] + params[-1]
         return logsumexp(logits) - enp.sum(y * logits)
 
-    per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
-    eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
-    impls = {"numpy": lambda: numpy_mlp_per_sample_grads(params, x, y),
-             "ember": lambda: per_sample(eparams, ex, ey)}  # fmt: skip
-    jit_per_sample = ember.jit(per_sample)
-    impls["ember_jit"] = lambda: jit_per_sample(eparams, ex, ey)
+    impls = _numpy_and_ember(env, numpy_mlp_per_sample_grads, loss, params, x, y)
     if env.torch is not None:
         torch = env.torch
         tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
@@ -189,12 +195,7 @@ def _(env):
         logits = h.reshape(-1) @ w + b
         return logsumexp(logits) - enp.sum(y * logits)
 
-    per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
-    eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
-    impls = {"numpy": lambda: numpy_cnn_per_sample_grads(params, x, y),
-             "ember": lambda: per_sample(eparams, ex, ey)}  # fmt: skip
-    jit_per_sample = ember.jit(per_sample)
-    impls["ember_jit"] = lambda: jit_per_sample(eparams, ex, ey)
+    impls = _numpy_and_ember(env, numpy_cnn_per_sample_grads, loss, params, x, y)
     if env.torch is not None:
         torch = env.torch
         conv2d = torch.nn.functional.conv2d
