@@ -33,3 +33,32 @@ def test_select_n_with_broadcast_constant_cases():
     x = RNG.standard_normal((128, 512)).astype(np.float32)
     got = ember.jit(ember.grad(lambda x: enp.sum(enp.maximum(x, 0.0))))(enp.asarray(x))
     np.testing.assert_array_equal(np.asarray(got), np.where(x > 0, 1.0, np.where(x == 0, 0.5, 0.0)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16, np.int8, np.bool_, np.complex64])
+@pytest.mark.parametrize("n_cases", [2, 3])
+def test_select_n_into_a_buffer_of_the_program_has_the_bits_of_numpy(dtype, n_cases):
+    # results of 64 KiB or more go into a buffer jit's code allocates (backends/buffers.py): a mask
+    # select by bits, or copies for one-byte elements and for more than two cases
+    shape = (300, 400)
+    cases = [(RNG.standard_normal(shape) * 3).astype(dtype) for _ in range(n_cases)]
+    which = RNG.random(shape) > 0.5 if n_cases == 2 else RNG.integers(0, n_cases, shape).astype(np.int32)
+    want = np.choose(which.astype(np.int32), cases)
+    jitted = ember.jit(lambda w, *cs: lax.select_n(w, *cs))
+    args = [enp.asarray(a) for a in (which, *cases)]
+    assert "out=" in next(line for line in jitted.lower(*args).source.splitlines() if "select_n(" in line)
+    got = np.asarray(jitted(*args))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_a_ufunc_over_a_transposed_operand_lets_numpy_lay_out_its_result():
+    # jit's own buffers are C-ordered; under a transposed operand NumPy's layout is kept (speed)
+    def f(x, y):
+        return x * y + 1.0
+
+    x = RNG.standard_normal((400, 300)).astype(np.float32)
+    jitted = ember.jit(f)
+    assert ".flags.c_contiguous" in jitted.lower(enp.asarray(x), enp.asarray(x)).source
+    for a in (x, x.T.copy().T, np.asfortranarray(x)):
+        got = jitted(enp.asarray(a), enp.asarray(x))
+        assert np.asarray(got).tobytes() == (a * x + np.float32(1.0)).tobytes()

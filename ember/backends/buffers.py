@@ -1,4 +1,5 @@
-"""Buffer reuse for generated code: which equation may write its result into a dead buffer (`out=`).
+"""Buffers of generated code: which equation writes its result into a dead buffer (`out=`), and which
+buffers the program keeps from one call to the next.
 
 An elementwise equation whose kernel is a NumPy ufunc, with operands and result of one real floating
 dtype (and more than one element), can write into any buffer of its result's shape and dtype that nothing will read
@@ -8,25 +9,43 @@ memory is decided conservatively: the result of a ufunc is new memory; the resul
 kernel (a reshape, a transpose, a call) may be a view of any of its operands. Inputs, constants
 and the program's outputs are never written.
 
-Saving the allocations matters for large arrays (a fresh buffer is a page-faulting `mmap` above
-glibc's threshold) and keeps the working set small.
+Fresh memory is not free: a large NumPy array is a new `mmap` (or freshly trimmed heap) whose pages
+fault in one by one, ~4 µs a 4 KiB page on a small VM, more than the arithmetic of an Adam update. So
+the program allocates its large buffers (from 64 KiB) itself, in one of two ways:
+
+- *kept*: a buffer no output can share (an intermediate, once every reuse of its memory is followed)
+  is allocated on the first call and written again by every later one, as XLA assigns its
+  temporaries once. Operands of a host callback are not kept: the host function may hold on to them.
+- *recycled*: a buffer the program returns (or shows a host function) is new on each call, but the
+  program remembers the last two it made at that place and writes into one again once nothing else
+  references it (its reference count says so: the caller dropped the result, as a training loop
+  drops the previous step's parameters). This is a caching allocator like PyTorch's, decided per
+  buffer at run time, so a result the caller still holds is never touched.
+
+Both live in an `Arena` the compiled program takes at its start and gives back at its end, so a call
+that re-enters the program (a callback, another thread) takes a set of its own. Besides ufuncs, the
+kernels of `dot_general` and `select_n` take `out=` for this.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["plan_buffers", "ufunc_for"]
+__all__ = ["KEEP_MIN_BYTES", "Arena", "BufferPlan", "out_kernel", "plan_buffers", "ufunc_for"]
 
 # Real floating dtypes only: NumPy's complex multiply takes another loop (without FMA) when its output
 # aliases an operand, so the last bits would differ from eager mode's fresh output.
 _REUSABLE_KINDS = {np.dtype(np.float32), np.dtype(np.float64)}
 # Kernels that are not ufuncs themselves but are exactly one for inexact operands.
 _INEXACT_UFUNCS = {"div": np.true_divide}
+# Smaller buffers come from malloc's pools, already faulted in: keeping them would only cost lookups.
+KEEP_MIN_BYTES = 64 * 1024
+_CONTRACTION_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 
 def ufunc_for(eqn: Any, kernel: Callable[..., Any]) -> np.ufunc | None:
@@ -40,10 +59,78 @@ def ufunc_for(eqn: Any, kernel: Callable[..., Any]) -> np.ufunc | None:
     return fn
 
 
-def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], items: Sequence[Any]) -> dict[int, Any]:
-    """``{index: variable}``: item i of `items` (the program's equations, some of them fused groups:
-    see fusion.py) may write its result into that variable's buffer; for a group, ``{index: [variable
-    or None for each of its results]}``."""
+def out_kernel(eqn: Any) -> bool:
+    """Whether `eqn` is not a ufunc but its kernel writes a large result into an `out=` buffer of the
+    program's (C-contiguous, of the result's shape and dtype) and otherwise returns new memory."""
+    if len(eqn.outvars) != 1 or _nbytes(eqn.outvars[0]) < KEEP_MIN_BYTES:
+        return False
+    dtype = eqn.outvars[0].aval.dtype
+    if eqn.primitive.name == "dot_general":
+        return (dtype in _CONTRACTION_DTYPES and all(v.aval.dtype == dtype for v in eqn.inputs)
+                and eqn.params.get("preferred_element_type") in (None, dtype))  # fmt: skip
+    return eqn.primitive.name == "select_n" and len(eqn.inputs) > 2
+
+
+def _nbytes(v: Any) -> int:
+    return v.aval.size * v.aval.dtype.itemsize
+
+
+Spec = tuple[tuple[int, ...], Any]  # a buffer's shape and dtype
+
+
+class Arena:
+    """The buffers a compiled program allocates itself (see the module docstring): `kept` and
+    `recycled` give the shapes and dtypes of each place. `take` hands out a set, the kept buffers then
+    a pool for each recycled place (made on first use); `give` returns the set for the next call."""
+
+    __slots__ = ("_idle", "kept", "recycled")
+
+    def __init__(self, kept: Sequence[Spec], recycled: Sequence[Spec]):
+        self.kept, self.recycled = list(kept), list(recycled)
+        self._idle: list[list[Any]] = []
+
+    def take(self) -> list[Any]:
+        try:
+            return self._idle.pop()  # atomic: two threads never get the same set
+        except IndexError:
+            return [*(np.empty(shape, dtype) for shape, dtype in self.kept), *([] for _ in self.recycled)]
+
+    def give(self, buffers: list[Any]) -> None:
+        self._idle.append(buffers)
+
+    def recycle(self, pool: list[np.ndarray], place: int) -> np.ndarray:
+        """A buffer for recycled place `place`: one of `pool` that nothing outside it references, or a
+        new one (the pool then remembers it, and forgets its oldest beyond two)."""
+        for k in range(len(pool)):
+            if sys.getrefcount(pool[k]) == 2:  # the pool's reference and the call's argument
+                buffer = pool.pop(k)
+                pool.append(buffer)
+                return buffer
+        shape, dtype = self.recycled[place]
+        pool.append(np.empty(shape, dtype))
+        if len(pool) > 2:
+            del pool[0]
+        return pool[-1]
+
+
+class BufferPlan:
+    """Where each item of a program (an equation or a fused group) puts its results.
+
+    `into[i]`: the variable whose dead buffer item i's result goes into (for a group, a list with a
+    variable or None for each result). `alloc[i]`: for each result of item i, "kept", "recycled" or
+    None (the kernel allocates) for a new buffer (see the module docstring). `fresh`: the items that
+    are out= kernels (`out_kernel`), whose result is new memory."""
+
+    __slots__ = ("alloc", "fresh", "into")
+
+    def __init__(self) -> None:
+        self.into: dict[int, Any] = {}
+        self.alloc: dict[int, list[str | None]] = {}
+        self.fresh: set[int] = set()
+
+
+def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], items: Sequence[Any]) -> BufferPlan:
+    """Plan the buffers of `items` (the program's equations, some of them fused groups: see fusion.py)."""
     n = len(items)
     last_use: dict[Any, int] = {}
     for i, eqn in enumerate(items):
@@ -59,10 +146,15 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
     members: dict[int, set] = {}  # group id -> variables in it that are still live
     owned: dict[int, list] = {}  # group id -> fresh buffers (ufunc results) in it
     free: dict[tuple, list] = {}  # (shape, dtype) -> dead fresh buffers
-    plan: dict[int, Any] = {}
+    memory: dict[Any, int] = {}  # fresh variable -> the allocation it lives in
+    born: list[tuple[int, int, int]] = []  # allocation -> (item, result, bytes) that makes it
+    escapes: set[int] = set()  # allocations an output or a host function may see
+    plan = BufferPlan()
     new_ids = itertools.count()
 
-    def join(var: Any, ids: set[int], fresh: bool) -> None:
+    def join(var: Any, ids: set[int], into: Any = None, site: tuple[int, int] | None = None) -> None:
+        """Put `var` in the group of memory `ids`; a fresh variable (a `site`) lives in `into`'s
+        allocation or a new one."""
         gid = next(new_ids) if not ids else min(ids)
         members.setdefault(gid, set())
         owned.setdefault(gid, [])
@@ -74,8 +166,13 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
         group[var] = gid
         if last_use.get(var, -1) > -1:
             members[gid].add(var)
-        if fresh:
+        if site is not None:
             owned[gid].append(var)
+            if into is not None:
+                memory[var] = memory[into]
+            else:
+                memory[var] = len(born)
+                born.append((*site, _nbytes(var)))
 
     def release(var: Any) -> None:
         gid = group.get(var)
@@ -84,18 +181,23 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
         members[gid].discard(var)
         if not members[gid]:
             for buf in owned.pop(gid):
-                free.setdefault((buf.aval.shape, buf.aval.dtype), []).append(buf)
+                if memory[buf] not in escapes:  # (a host function's operand stays its own)
+                    free.setdefault((buf.aval.shape, buf.aval.dtype), []).append(buf)
             owned[gid] = []
 
     for v in (*program.constvars, *program.invars):
-        join(v, set(), fresh=False)
+        join(v, set())
     for i, eqn in enumerate(items):
         dying = [v for v in set(eqn.inputs) if last_use.get(v) == i]
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        if getattr(getattr(eqn, "primitive", None), "host_call", False):
+            for v in eqn.inputs:
+                if v in group:
+                    escapes.update(memory[b] for b in owned[group[v]])
         if type(eqn).__name__ == "Fused":  # fresh results; its operands are read until it ends
-            plan[i] = [(free.get((v.aval.shape, v.aval.dtype)) or [None]).pop() for v in eqn.outvars]
-            for v in eqn.outvars:
-                join(v, set(), fresh=True)
+            plan.into[i] = [(free.get((v.aval.shape, v.aval.dtype)) or [None]).pop() for v in eqn.outvars]
+            for k, (v, into) in enumerate(zip(eqn.outvars, plan.into[i])):
+                join(v, set(), into, (i, k))
             for v in dying:
                 release(v)
         elif out is not None and ufunc_for(eqn, kernel_for(eqn.primitive)) is not None:
@@ -103,16 +205,26 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
                 release(v)
             pool = free.get((out.aval.shape, out.aval.dtype))
             if pool:
-                plan[i] = pool.pop()
-            join(out, set(), fresh=True)
+                plan.into[i] = pool.pop()
+            join(out, set(), plan.into.get(i), (i, 0))
+        elif out_kernel(eqn):  # new memory, written after the operands are read: none of theirs
+            plan.fresh.add(i)
+            join(out, set(), None, (i, 0))
+            for v in dying:
+                release(v)
         else:
             ids = {group[v] for v in eqn.inputs if v in group}
             for v in eqn.outvars:  # first: the results may be views of the operands
-                join(v, ids, fresh=False)
+                join(v, ids)
                 ids = {group[v]}
             for v in dying:
                 release(v)
         for v in eqn.outvars:
             if v not in last_use:  # never read: dead at once
                 release(v)
+    for bufs in owned.values():  # groups still live at the end hold what the program returns
+        escapes.update(memory[b] for b in bufs)
+    for a, (i, k, nbytes) in enumerate(born):
+        if nbytes >= KEEP_MIN_BYTES:
+            plan.alloc.setdefault(i, [None] * len(items[i].outvars))[k] = "recycled" if a in escapes else "kept"
     return plan

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.buffers import plan_buffers, ufunc_for
+from ember.backends.buffers import Arena, plan_buffers, ufunc_for
 from ember.backends.fusion import Fused, plan_fusion
 
 __all__ = ["Compiled", "compile_program"]
@@ -137,16 +137,29 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         fn = ufunc_for(eqn, kernel_for(eqn.primitive))
         return f"np.{fn.__name__}" if getattr(np, fn.__name__, None) is fn else op_name(eqn.primitive)
 
-    def fused_lines(group: Fused, reused: list[Any]) -> list[str]:
+    def new_buffer(how: str | None, shape: tuple[int, ...], dtype: Any) -> str:
+        """The expression of a new buffer that the program keeps or recycles (see buffers.py)."""
+        if how == "kept":
+            kept.append((shape, dtype))
+            return f"_k{len(kept) - 1}"
+        if how == "recycled":
+            recycled.append((shape, dtype))
+            return f"_arena.recycle(_o{len(recycled) - 1}, {len(recycled) - 1})"
+        return f"np.empty({shape}, {dtype!r})"
+
+    def fused_lines(i: int, group: Fused) -> list[str]:
         """The loop that runs `group` block by block (see fusion.py)."""
         for v in group.outvars:
             var_name[v] = next(names)
         rows, n = group.rows, group.shape[0]
         dtype = group.outvars[0].aval.dtype if group.outvars else group.eqns[0].outvars[0].aval.dtype
-        block = f"({rows}, {', '.join(map(str, group.shape[1:]))})" if len(group.shape) > 1 else f"({rows},)"
+        block = (rows, *group.shape[1:])
         head = [f"    # {len(group.eqns)} elementwise equations fused on {group.shape}, {rows} rows a block"]
-        for v, into in zip(group.outvars, reused):
-            head.append(f"    {var_name[v]} = {var_name[into] if into is not None else f'np.empty({v.aval.shape}, {dtype!r})'}")
+        for v, into, how in zip(group.outvars, plan.into[i], plan.alloc.get(i, [None] * len(group.outvars))):
+            buffer = var_name[into] if into is not None else new_buffer(how, v.aval.shape, dtype)
+            head.append(f"    {var_name[v]} = {buffer}")
+            if into is None or into in c_order:
+                c_order.add(v)
         sliced = [v for v in (*group.inputs, *group.outvars) if v.aval.shape]
         local = {v: f"{var_name[v]}_" for v in sliced}
         last_use = {v: k for k, eqn in enumerate(group.eqns) for v in eqn.inputs}
@@ -165,7 +178,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
                     free.append(scratch[-1] if n % rows == 0 else f"{scratch[-1]}_")
                 local[out] = free.pop()
             body.append(f"        {ufunc_name(eqn)}({', '.join(args)}, out={local[out]})")
-        head += [f"    {t} = np.empty({block}, {dtype!r})" for t in scratch]
+        head += [f"    {t} = {new_buffer('kept', block, dtype)}" for t in scratch]
         loop = [f"    for _r in range(0, {n}, {rows}):", f"        _b = slice(_r, _r + {rows})"]
         if sliced:
             loop.append(f"        {', '.join(local[v] for v in sliced)}, = {', '.join(f'{var_name[v]}[_b]' for v in sliced)},")
@@ -174,7 +187,10 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         return head + loop + body
 
     items = plan_fusion(program, kernel_for)
-    reuse = plan_buffers(program, kernel_for, items)
+    plan = plan_buffers(program, kernel_for, items)
+    c_order: set[Any] = set()  # variables known to be C-contiguous: results in buffers of the program's
+    kept: list[tuple[tuple[int, ...], Any]] = []  # shapes and dtypes of the buffers kept between calls
+    recycled: list[tuple[tuple[int, ...], Any]] = []  # ... and of those recycled
     scratch_ids = itertools.count()
     for v in (*program.constvars, *program.invars):
         var_name[v] = next(names)
@@ -182,12 +198,28 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
     lines = [f"def {fn_name}({', '.join(var_name[v] for v in (*program.constvars, *program.invars))}):"]
     for i, eqn in enumerate(items):
         if type(eqn) is Fused:
-            lines += fused_lines(eqn, reuse[i])
+            lines += fused_lines(i, eqn)
             continue
         args = [name_of(v) for v in eqn.inputs]
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
-        if i in reuse:  # the result goes into a dead buffer (see buffers.py)
-            call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[reuse[i]]})"
+        how = plan.alloc.get(i, [None])[0]
+        if i in plan.into:  # the result goes into a dead buffer (see buffers.py)
+            call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[plan.into[i]]})"
+        elif how is not None:  # ... or a new one the program keeps or recycles
+            aval = eqn.outvars[0].aval
+            buffer = new_buffer(how, aval.shape, aval.dtype)
+            if i not in plan.fresh:
+                # A ufunc lays out a new result like its operands; into a C-ordered buffer, a transposed
+                # operand would be read across memory (several times slower): then let NumPy allocate.
+                unsure = dict.fromkeys(name_of(v) for v in eqn.inputs if v not in c_order and v.aval.shape == aval.shape)
+                if unsure:
+                    buffer = f"({buffer} if {' and '.join(f'{u}.flags.c_contiguous' for u in unsure)} else None)"
+                else:
+                    c_order.add(eqn.outvars[0])
+            else:
+                c_order.add(eqn.outvars[0])
+            fn = op_name(eqn.primitive) if i in plan.fresh else ufunc_name(eqn)
+            call = f"{fn}({', '.join(args)}, out={buffer})"
         else:
             call = f"{op_name(eqn.primitive)}({', '.join(args)})"
         for v in eqn.outvars:
@@ -198,11 +230,15 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         else:
             target = outs[0]
         lines.append(f"    {target} = {call}")
+    if kept or recycled:  # take the program's buffers first, give them back last
+        held = [*(f"_k{j}" for j in range(len(kept))), *(f"_o{j}" for j in range(len(recycled)))]
+        lines[1:1] = ["    _k = _arena.take()", f"    {', '.join(held)}, = _k"]
+        lines.append("    _arena.give(_k)")
     lines.append(f"    return [{', '.join(name_of(v) for v in program.outvars)}]")
     source = "\n".join([*(f"{key} = {text}" for text, key in literals.items()), *lines]) + "\n"
 
     filename = f"<ember-jit-{next(_counter)}-{fn_name}>"
-    namespace = {"ops": SimpleNamespace(**ops), "np": np, **_PARAM_NAMESPACE, **consts}
+    namespace = {"ops": SimpleNamespace(**ops), "np": np, "_arena": Arena(kept, recycled), **_PARAM_NAMESPACE, **consts}
     code = compile(source, filename, "exec")
     exec(code, namespace)  # noqa: S102 - the generated program is the product
     # Tracebacks and debuggers read source lines through linecache: register ours under its file name.

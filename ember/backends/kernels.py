@@ -91,13 +91,19 @@ def _elementwise(xp: ModuleType) -> dict[str, Any]:
             return (x != 0).astype(x.dtype)
         return xp.sign(x)
 
-    def select_n(which, *cases):
-        if len(cases) == 1:
+    def select_n(which, *cases, out=None):
+        if len(cases) == 1 and out is None:
             return cases[0]
-        if which.dtype == np.bool_:
+        if which.dtype == np.bool_ and len(cases) == 2:
             if xp is np and which.size >= _BRANCHLESS_MIN and cases[0].dtype.itemsize in (2, 4, 8):
-                return _select_bits(which, cases[1], cases[0])
-            return xp.where(which, cases[1], cases[0])
+                return _select_bits(which, cases[1], cases[0], out)
+            if out is None:
+                return xp.where(which, cases[1], cases[0])
+        if out is not None:  # generated code's own buffer (buffers.py): copies, so the bits are the cases'
+            xp.copyto(out, cases[0])
+            for i, case in enumerate(cases[1:], start=1):
+                xp.copyto(out, case, where=which == i)
+            return out
         out = cases[0]
         for i, case in enumerate(cases[1:], start=1):
             out = xp.where(which == i, case, out)
@@ -168,15 +174,16 @@ def _elementwise(xp: ModuleType) -> dict[str, Any]:
 _BRANCHLESS_MIN = 4096
 
 
-def _select_bits(which, on_true, on_false):
+def _select_bits(which, on_true, on_false, out=None):
     """``where(which, on_true, on_false)`` without branches, for 2-, 4- and 8-byte elements: every
     element is ``(t & m) | (f & ~m)`` on the bits, with m all ones where `which` holds, so the result
-    has exactly the bits of the chosen operand."""
+    has exactly the bits of the chosen operand. `out`, when given, is a buffer of the result's shape
+    and dtype to write into."""
     dtype = on_false.dtype
     ints = _SIGNED_OF[dtype.itemsize]
     mask = which.view(np.uint8).astype(ints)
     np.negative(mask, out=mask)  # 1 -> all ones
-    out = np.bitwise_and(np.broadcast_to(on_true, mask.shape).view(ints), mask)
+    out = np.bitwise_and(np.broadcast_to(on_true, mask.shape).view(ints), mask, out=None if out is None else out.view(ints))
     np.invert(mask, out=mask)
     np.bitwise_and(np.broadcast_to(on_false, mask.shape).view(ints), mask, out=mask)
     return np.bitwise_or(out, mask, out=out).view(dtype)
@@ -445,8 +452,9 @@ def _highest(dtype):
 # --- contraction -----------------------------------------------------------------------------
 
 
-def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    """Contract by moving axes to (batch, free, contract) and calling one matmul."""
+def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None, out=None):
+    """Contract by moving axes to (batch, free, contract) and calling one matmul. `out`, when given,
+    is a C-contiguous buffer of the result's shape and dtype (that of both operands) to write into."""
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = out_dtype
@@ -456,15 +464,15 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_el
         compute = np.dtype(np.int32)
     lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
     if not lb and len(lc) == 1 and lc[0] == lhs.ndim - 1 and rc == (0,) and rhs.ndim <= 2:
-        out = xp.dot(lhs, rhs)  # the plain matrix/vector product: no relayout needed
+        result = xp.dot(lhs, rhs, out=out)  # the plain matrix/vector product: no relayout needed
     else:
-        out = _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb)
+        result = _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out)
     if out_dtype == np.bool_:
-        return out != 0
-    return out.astype(out_dtype, copy=False)
+        return result != 0
+    return result.astype(out_dtype, copy=False)
 
 
-def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb):
+def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None):
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     batch = [lhs.shape[i] for i in lb]
@@ -477,11 +485,15 @@ def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb):
         # these as k=1 matrix products, several times slower than einsum's product loop.
         a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m)
         c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, n)
+        if out is not None:  # (CuPy's einsum takes no `out`; only the NumPy backend's code passes one)
+            return xp.einsum("bi,bj->bij", a, c, out=out.reshape(nb, m, n)).reshape(out.shape)
         return xp.einsum("bi,bj->bij", a, c).reshape(tuple(batch + lfree + rfree))
     a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m, k)
     c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, k, n)
     if nb == 1:
         # One matrix product: 2-D, so that a transposed view goes to the BLAS as such (a stack of one
         # transposed matrix takes NumPy's loop without the BLAS, ~9x slower for h.T @ d).
-        return xp.matmul(a[0], c[0]).reshape(tuple(batch + lfree + rfree))
-    return xp.matmul(a, c).reshape(tuple(batch + lfree + rfree))
+        into = None if out is None else out.reshape(m, n)
+        return xp.matmul(a[0], c[0], out=into).reshape(tuple(batch + lfree + rfree))
+    into = None if out is None else out.reshape(nb, m, n)
+    return xp.matmul(a, c, out=into).reshape(tuple(batch + lfree + rfree))

@@ -39,6 +39,7 @@ class _HostCall(Primitive):
     """Evaluated eagerly by calling the host function on the operands' NumPy buffers."""
 
     __slots__ = ()
+    host_call = True  # generated code never reuses its operands' memory (backends/buffers.py)
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
         outs = raw_impls[self](*[a._value for a in args], **params)
