@@ -15,6 +15,7 @@ __all__ = [
     "ArgumentTypeError",
     "ConcretizationError",
     "DTypeError",
+    "DeletedArrayError",
     "EmberError",
     "EmberOverflowError",
     "InvalidArgumentError",
@@ -71,3 +72,8 @@ class UnboundAxisNameError(EmberError, NameError):
 class NaNError(EmberError, FloatingPointError):
     """With ``ember.config.update("debug_nans", True)``: a primitive produced a NaN from operands without
     one (a ``FloatingPointError``, as in JAX)."""
+
+
+class DeletedArrayError(EmberError, RuntimeError):
+    """An array was used after it was donated to a jitted function (``jit(f, donate_argnums=...)``),
+    which may have written its results into the array's buffer (a ``RuntimeError``, as in JAX)."""

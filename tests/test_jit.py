@@ -11,7 +11,13 @@ import pytest
 
 import ember
 import ember.numpy as enp
-from ember.errors import ArgumentTypeError, ConcretizationError, TracerLeakError
+from ember.errors import (
+    ArgumentTypeError,
+    ConcretizationError,
+    DeletedArrayError,
+    InvalidArgumentError,
+    TracerLeakError,
+)
 
 RNG = np.random.default_rng(0)
 
@@ -524,6 +530,104 @@ def test_contractions_into_program_buffers_give_eager_bits(dtype):
         lines = [line for line in jitted.lower(*args).source.splitlines() if "dot_general(" in line]
         assert len(lines) == 4 and all("out=" in line for line in lines)
         _same_bits(jitted(*args), f(*args))
+
+
+# --- donate_argnums ----------------------------------------------------------------------------------------
+
+
+def _momentum_step(params, m, g):
+    m = {k: 0.9 * m[k] + 0.1 * g[k] for k in m}
+    return {k: params[k] - 0.01 * m[k] for k in params}, m
+
+
+def _state(shape=(400, 300)):
+    make = lambda: {"w": enp.asarray(_rand(*shape)), "b": enp.asarray(_rand(shape[1]))}
+    return make(), make(), make()
+
+
+def test_donated_arguments_take_the_results_and_are_deleted():
+    params, m, g = _state()
+    want = _momentum_step(params, m, g)  # computed before the buffers are given up
+    addresses = {_address(x) for x in (params["w"], m["w"])}
+    f = ember.jit(_momentum_step, donate_argnums=(0, 1))
+    got = f(params, m, g)
+    _same_bits(got, want)
+    assert {_address(got[0]["w"]), _address(got[1]["w"])} == addresses  # written in place
+    for x in (params["w"], params["b"], m["w"], m["b"]):
+        assert x.is_deleted()
+    assert not g["w"].is_deleted()
+    with pytest.raises(DeletedArrayError, match="donated to a jitted function.*Use what the call returned"):
+        params["w"] + 1.0
+    assert "deleted" in repr(m["b"])
+
+
+def test_a_training_loop_with_donation_keeps_writing_the_same_buffers():
+    params, m, g = _state()
+    plain = ember.jit(_momentum_step)
+    donating = ember.jit(_momentum_step, donate_argnums=(0, 1))
+    want = (params, m)
+    for _ in range(4):
+        want = plain(*want, g)
+    addresses = {_address(params["w"]), _address(m["w"])}
+    got = (params, m)
+    for _ in range(4):
+        got = donating(*got, g)
+        assert {_address(got[0]["w"]), _address(got[1]["w"])} == addresses
+    _same_bits(got, want)
+
+
+def test_a_donated_buffer_that_something_else_sees_is_copied_first():
+    x = enp.asarray(_rand(400, 300))
+    view = x.reshape(300, 400)  # an eager reshape shares x's buffer
+    held = np.asarray(view)  # and NumPy holds a view of it too
+    before = held.copy()
+    y = enp.asarray(_rand(400, 300))
+    seen_by_numpy = np.asarray(y)
+    y_before = seen_by_numpy.copy()
+    f = ember.jit(lambda a, b, c: (a * 2.0 + c, b * 3.0 - c), donate_argnums=(0, 1))
+    z = enp.zeros((400, 300))  # a broadcast: read-only, no buffer of its own
+    out = f(x, y, z)
+    np.testing.assert_array_equal(held, before)
+    np.testing.assert_array_equal(seen_by_numpy, y_before)
+    np.testing.assert_array_equal(np.asarray(out[0]), before.reshape(400, 300) * np.float32(2.0))
+    assert x.is_deleted() and y.is_deleted() and not view.is_deleted()
+    w = enp.asarray(_rand(400, 300))
+    w_value = np.asarray(w).copy()
+    g = ember.jit(lambda a, b: (a * 2.0, b + 1.0), donate_argnums=0)
+    two, plus = g(w, w)  # one array, donated and not: the program must not write over the other use
+    np.testing.assert_array_equal(np.asarray(two), w_value * np.float32(2.0))
+    np.testing.assert_array_equal(np.asarray(plus), w_value + np.float32(1.0))
+    z2 = f(enp.asarray(_rand(400, 300)), enp.asarray(_rand(400, 300)), z)
+    assert not z.is_deleted() and z2[0].shape == (400, 300)
+
+
+def test_donation_under_a_transform_or_with_debug_nans_keeps_the_arguments():
+    f = ember.jit(lambda x: enp.sum(enp.tanh(x) * x), donate_argnums=0)
+    x = enp.asarray(_rand(400, 300))
+    g = ember.grad(f)(x)
+    np.testing.assert_allclose(np.asarray(g), np.tanh(np.asarray(x)) + np.asarray(x) / np.cosh(np.asarray(x)) ** 2, rtol=1e-5)
+    ember.vmap(f)(x)
+    assert not x.is_deleted()
+    ember.config.update("debug_nans", True)
+    try:
+        f(x)
+    finally:
+        ember.config.update("debug_nans", False)
+    assert not x.is_deleted()
+    f(x)
+    assert x.is_deleted()
+
+
+def test_donated_and_static_arguments_must_not_overlap():
+    with pytest.raises(InvalidArgumentError, match=r"jit: argument\(s\) \[1\] are both static and donated"):
+        ember.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=(0, 1))
+
+
+def test_lowered_source_of_a_donating_function_writes_into_the_arguments():
+    params, m, g = _state()
+    source = ember.jit(_momentum_step, donate_argnums=(0, 1)).lower(params, m, g).source
+    plain = ember.jit(_momentum_step).lower(params, m, g).source
+    assert "_arena.recycle(" in plain and "_arena.recycle(" not in source
 
 
 # --- eager and jit compute the same bits (the op database's jit column checks every entry) ------------

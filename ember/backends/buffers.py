@@ -71,6 +71,16 @@ def out_kernel(eqn: Any) -> bool:
     return eqn.primitive.name == "select_n" and len(eqn.inputs) > 2
 
 
+def _operands_done(group: Any, candidates: Sequence[Any]) -> dict[Any, list[Any]]:
+    """For each result of a fused group, the `candidates` (operands the group reads whole and for the
+    last time) it may be written over: same shape and dtype, and read no later than the equation that
+    makes the result."""
+    last_read = {v: k for k, eqn in enumerate(group.eqns) for v in eqn.inputs}
+    made_at = {eqn.outvars[0]: k for k, eqn in enumerate(group.eqns)}
+    return {out: [v for v in candidates if v.aval.shape == out.aval.shape and v.aval.dtype == out.aval.dtype
+                  and last_read.get(v, -1) <= made_at[out]] for out in group.outvars}  # fmt: skip
+
+
 def _nbytes(v: Any) -> int:
     return v.aval.size * v.aval.dtype.itemsize
 
@@ -129,9 +139,13 @@ class BufferPlan:
         self.fresh: set[int] = set()
 
 
-def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], items: Sequence[Any]) -> BufferPlan:
-    """Plan the buffers of `items` (the program's equations, some of them fused groups: see fusion.py)."""
+def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], items: Sequence[Any],
+                 donated: Sequence[int] = ()) -> BufferPlan:  # fmt: skip
+    """Plan the buffers of `items` (the program's equations, some of them fused groups: see fusion.py).
+    `donated`: positions of inputs whose buffers the caller gives up (jit's donate_argnums): once
+    dead, they may take results like the program's own buffers."""
     n = len(items)
+    donated_vars = {program.invars[k] for k in donated}
     last_use: dict[Any, int] = {}
     for i, eqn in enumerate(items):
         for v in eqn.inputs:
@@ -140,14 +154,15 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
     for v in program.outvars:
         last_use[v] = n  # returned: never dead
     for v in (*program.constvars, *program.invars):
-        last_use[v] = n  # not ours to write
+        if v not in donated_vars:
+            last_use[v] = n  # not ours to write
 
     group: dict[Any, int] = {}  # variable -> id of the memory it may share
     members: dict[int, set] = {}  # group id -> variables in it that are still live
     owned: dict[int, list] = {}  # group id -> fresh buffers (ufunc results) in it
     free: dict[tuple, list] = {}  # (shape, dtype) -> dead fresh buffers
     memory: dict[Any, int] = {}  # fresh variable -> the allocation it lives in
-    born: list[tuple[int, int, int]] = []  # allocation -> (item, result, bytes) that makes it
+    born: list[tuple[int, int, int] | None] = []  # allocation -> (item, result, bytes) that makes it
     escapes: set[int] = set()  # allocations an output or a host function may see
     plan = BufferPlan()
     new_ids = itertools.count()
@@ -172,7 +187,19 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
                 memory[var] = memory[into]
             else:
                 memory[var] = len(born)
-                born.append((*site, _nbytes(var)))
+                born.append(None if site == () else (*site, _nbytes(var)))
+
+    def take(pool: list | None, var: Any) -> Any:
+        """Take a buffer for `var` out of `pool` (None if it is empty): for a result of the program one
+        the caller donated (the results the caller gets back then live in what it gave up), else
+        preferably one of the program's own (kept or recycled, and so not allocated again)."""
+        if not pool:
+            return None
+        returned = last_use.get(var) == n
+        for k in range(len(pool) - 1, -1, -1):
+            if (memory[pool[k]] in donated_memory) == returned:
+                return pool.pop(k)
+        return pool.pop()
 
     def release(var: Any) -> None:
         gid = group.get(var)
@@ -186,27 +213,37 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
             owned[gid] = []
 
     for v in (*program.constvars, *program.invars):
-        join(v, set())
+        join(v, set(), site=() if v in donated_vars else None)  # a donated buffer: the program's, made by nobody
+    donated_memory = {memory[v] for v in donated_vars}
     for i, eqn in enumerate(items):
-        dying = [v for v in set(eqn.inputs) if last_use.get(v) == i]
+        dying = [v for v in dict.fromkeys(eqn.inputs) if last_use.get(v) == i]
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
         if getattr(getattr(eqn, "primitive", None), "host_call", False):
             for v in eqn.inputs:
                 if v in group:
                     escapes.update(memory[b] for b in owned[group[v]])
-        if type(eqn).__name__ == "Fused":  # fresh results; its operands are read until it ends
-            plan.into[i] = [(free.get((v.aval.shape, v.aval.dtype)) or [None]).pop() for v in eqn.outvars]
-            for k, (v, into) in enumerate(zip(eqn.outvars, plan.into[i])):
-                join(v, set(), into, (i, k))
+        if type(eqn).__name__ == "Fused":
+            # Fresh results, in dead buffers of earlier items or in a dying operand's once the block
+            # loop has read the operand for the last time (it writes the same elements it read).
+            alone = [v for v in dying if owned.get(group.get(v)) == [v] and members[group[v]] == {v} and memory[v] not in escapes]
+            in_place = _operands_done(eqn, alone)
+            plan.into[i] = []
+            for v in eqn.outvars:
+                choices = [u for u in in_place.get(v, ()) if u not in plan.into[i]]
+                plan.into[i].append(take(choices, v) if choices else take(free.get((v.aval.shape, v.aval.dtype)), v))
             for v in dying:
                 release(v)
+                if v in plan.into[i]:  # written over in place: not free for later items
+                    free[(v.aval.shape, v.aval.dtype)].remove(v)
+            for k, (v, into) in enumerate(zip(eqn.outvars, plan.into[i])):
+                join(v, set(), into, (i, k))
         elif out is not None and ufunc_for(eqn, kernel_for(eqn.primitive)) is not None:
             for v in dying:  # first: an operand's buffer may take the result (in place)
                 release(v)
-            pool = free.get((out.aval.shape, out.aval.dtype))
-            if pool:
-                plan.into[i] = pool.pop()
-            join(out, set(), plan.into.get(i), (i, 0))
+            into = take(free.get((out.aval.shape, out.aval.dtype)), out)
+            if into is not None:
+                plan.into[i] = into
+            join(out, set(), into, (i, 0))
         elif out_kernel(eqn):  # new memory, written after the operands are read: none of theirs
             plan.fresh.add(i)
             join(out, set(), None, (i, 0))
@@ -224,7 +261,10 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
                 release(v)
     for bufs in owned.values():  # groups still live at the end hold what the program returns
         escapes.update(memory[b] for b in bufs)
-    for a, (i, k, nbytes) in enumerate(born):
+    for a, site in enumerate(born):
+        if site is None:
+            continue
+        i, k, nbytes = site
         if nbytes >= KEEP_MIN_BYTES:
             plan.alloc.setdefault(i, [None] * len(items[i].outvars))[k] = "recycled" if a in escapes else "kept"
     return plan

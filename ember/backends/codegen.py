@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -90,12 +90,14 @@ def _literal(value: Any) -> str | None:
     return text if same else None
 
 
-def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program") -> Compiled:
+def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program",
+                    donated: Sequence[int] = ()) -> Compiled:  # fmt: skip
     """Generate, compile and return the Python function that runs `program` on raw buffers.
 
     `kernel_for(primitive)` gives the function that runs a primitive on raw buffers (with its
     parameters as keywords). The generated function takes the constants' buffers, then the inputs',
-    and returns the list of output buffers (or, for a literal output, its value).
+    and returns the list of output buffers (or, for a literal output, its value). The buffers of the
+    inputs at positions `donated` may be written once they are dead (results go into them).
 
     >>> compiled = compile_program(program, lambda prim: backend.kernel(prim.name))
     >>> print(compiled.source)
@@ -187,7 +189,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         return head + loop + body
 
     items = plan_fusion(program, kernel_for)
-    plan = plan_buffers(program, kernel_for, items)
+    plan = plan_buffers(program, kernel_for, items, donated)
     c_order: set[Any] = set()  # variables known to be C-contiguous: results in buffers of the program's
     kept: list[tuple[tuple[int, ...], Any]] = []  # shapes and dtypes of the buffers kept between calls
     recycled: list[tuple[tuple[int, ...], Any]] = []  # ... and of those recycled

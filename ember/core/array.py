@@ -13,7 +13,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.errors import DTypeError, InvalidArgumentError, ShapeError
+from ember.errors import DeletedArrayError, DTypeError, InvalidArgumentError, ShapeError
 
 __all__ = ["CPU", "Array", "Device", "wrap"]
 
@@ -91,6 +91,28 @@ class Array:
 
     def block_until_ready(self) -> Array:
         return self
+
+    def is_deleted(self) -> bool:
+        """Whether the array was donated to a jitted function (``donate_argnums``) and so deleted.
+
+        >>> x = enp.ones(3); ember.jit(lambda x: x * 2, donate_argnums=0)(x); x.is_deleted()
+        True
+        """
+        try:
+            _ = self._value  # a donated array has none
+        except DeletedArrayError:
+            return True
+        return False
+
+    def __getattr__(self, name: str):
+        # Reached only when the usual lookup fails: a concrete array without a buffer was donated.
+        if name == "_value" and type(self) is Array:
+            raise DeletedArrayError(
+                "this array was donated to a jitted function (donate_argnums) and deleted: that call may have "
+                "written its results into the array's buffer. Use what the call returned, or leave the argument "
+                "out of donate_argnums to keep using it"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # --- conversion to Python / NumPy -----------------------------------------
 
@@ -176,6 +198,8 @@ class Array:
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
+        if self.is_deleted():
+            return "Array(<deleted: donated to a jitted function>)"
         body = np.array2string(np.asarray(self._value), separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self._weak else ""
         return f"Array({body}, dtype={self.dtype}{weak})"

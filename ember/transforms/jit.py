@@ -21,6 +21,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -36,9 +37,9 @@ from ember.core.array import Array, from_host, wrap
 from ember.core.batching import axis_rules
 from ember.core.ir import Program
 from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_nan
-from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_unflatten
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
-from ember.errors import ArgumentTypeError
+from ember.errors import ArgumentTypeError, InvalidArgumentError
 from ember.transforms.vmap import BatchTracer, vmap
 
 __all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir"]
@@ -281,6 +282,28 @@ class _Entry:
     def compiled(self) -> Compiled:
         return _compiled_sub(self.sub)
 
+    def donating(self, donated: tuple[int, ...]) -> Compiled:
+        """The program compiled to write results into the buffers of the inputs at `donated`."""
+        key = ("donate", donated)
+        if key not in self.sub.derived:
+            self.sub.derived[key] = compile_program(self.program, _raw_kernel, self.sub.name, donated)
+        return self.sub.derived[key]
+
+    def run_donating(self, leaves: Sequence[Array], donated: tuple[int, ...]) -> list[Array]:
+        """Run with the buffers of `leaves[donated]` given up to the program, and delete those arrays.
+        A buffer another array or NumPy array may see (a view, or viewed) is copied first, so only the
+        donated arrays ever change."""
+        shared = [i for i in donated if not _exclusive(leaves, i)]
+        buffers = [x._value for x in leaves]
+        for i in shared:
+            buffers[i] = buffers[i].copy()
+        outs = self.donating(donated).fn(*self.const_buffers, *buffers)
+        for i in donated:
+            if not leaves[i].is_deleted():  # (an array passed twice)
+                del leaves[i]._value
+        return _wrap_outputs(outs, self.out_avals)
+
+
     def run(self, leaves: Sequence[Array]) -> list[Array]:
         """The outputs for the arguments' leaves, compiled when nothing is traced, else by binding."""
         if self.const_buffers is not None and (not _state.stack or find_top_trace(leaves, _state.stack) is None):
@@ -290,6 +313,17 @@ class _Entry:
         return jit_call_p.bind(*self.consts, *leaves, sub=self.sub)
 
 
+def _exclusive(leaves: Sequence[Array], i: int) -> bool:
+    """Whether only `leaves[i]` holds its buffer: it owns its memory, and no other array, view or
+    name refers to it (references: the array's, the local name's and getrefcount's own)."""
+    buffer = leaves[i]._value
+    if type(buffer) is not np.ndarray or buffer.base is not None or not buffer.flags.writeable:
+        return False
+    if any(x is leaves[i] for k, x in enumerate(leaves) if k != i):
+        return False
+    return sys.getrefcount(buffer) == 3
+
+
 # --- jit -----------------------------------------------------------------------------------------------
 
 
@@ -297,8 +331,9 @@ class Lowered:
     """A jitted function lowered for particular arguments: its optimized program (`ir`) and the Python
     source the backend generated for it (`source`), which is what runs."""
 
-    def __init__(self, entry: _Entry):
+    def __init__(self, entry: _Entry, donated: tuple[int, ...] = ()):
         self._entry = entry
+        self._donated = donated
 
     @property
     def ir(self) -> ClosedProgram:
@@ -306,7 +341,7 @@ class Lowered:
 
     @property
     def source(self) -> str:
-        return self._entry.compiled.source
+        return (self._entry.donating(self._donated) if self._donated else self._entry.compiled).source
 
     def as_text(self) -> str:
         return self.source
@@ -457,7 +492,7 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The fast lane: positional Array arguments, no transform active. The key is what the
         # signature would be (a flat tuple of leaves has one pytree structure per length).
-        if not kwargs and not _state.stack:
+        if not kwargs and not _state.stack and not self.donate_argnums:
             key: list[Any] = [config.enable_x64]
             for x in args:
                 if type(x) is not Array:
@@ -475,14 +510,33 @@ class Jitted:
         entry, arrays, sig = self._lookup(args, kwargs)
         if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
             self._fast[(sig.x64, *sig.avals)] = (entry, sig)
+        donated = self._donated_leaves(args) if self.donate_argnums else ()
+        if donated and entry.const_buffers is not None and not _state.stack and not config.debug_nans:
+            # (under a transform, or re-running for debug_nans, the arguments stay as they are, as in JAX)
+            return tree_unflatten(entry.out_tree, entry.run_donating(arrays, donated))
         return tree_unflatten(entry.out_tree, entry.run(arrays))
+
+    def _donated_leaves(self, args: tuple) -> tuple[int, ...]:
+        """Positions among the dynamic leaves of the arguments in donate_argnums (positional ones)."""
+        n = len(args)
+        static = {i % n for i in self.static_argnums if -n <= i < n}
+        donate = {i % n for i in self.donate_argnums if -n <= i < n}
+        positions, start = [], 0
+        for i, a in enumerate(args):
+            if i in static:
+                continue
+            count = len(tree_leaves(a))
+            if i in donate:
+                positions += range(start, start + count)
+            start += count
+        return tuple(positions)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The optimized program and generated source for these arguments (traced if not cached).
 
         >>> print(ember.jit(lambda x: x * 2.0 + 1.0).lower(enp.ones(3)).source)
         """
-        return Lowered(self._lookup(args, kwargs)[0])
+        return Lowered(self._lookup(args, kwargs)[0], self._donated_leaves(args) if self.donate_argnums else ())
 
     def clear_cache(self) -> None:
         """Forget every trace (the next call traces again)."""
@@ -524,8 +578,11 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
       fun: a pure function of arrays (pytrees of arrays).
       static_argnums / static_argnames: arguments passed by value into the trace (hashable; a new
         value traces again), for Python control flow on them.
-      donate_argnums: arguments the caller will not use again. Accepted for compatibility; the NumPy
-        backend does not reuse their buffers (as JAX on the CPU).
+      donate_argnums: positional arguments the caller gives up (pytrees of arrays): the program may
+        write its results into their buffers (a training step's parameters and optimizer state), and
+        the arrays are deleted (using one raises DeletedArrayError; `x.is_deleted()`). A buffer that
+        another array shares (an eager reshape's view) or NumPy holds (`np.asarray(x)`) is copied
+        first, so nothing else changes. Under another transform donation does nothing, as in JAX.
 
     Returns:
       A function like `fun`, with `.lower(*args).source` (the generated Python), `.trace_count` and
@@ -549,7 +606,13 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
     if params is not None:  # a name given for a positional parameter is static in either spelling (as in JAX)
         nums = tuple(sorted({*nums, *(params.index(n) for n in names if n in params)}))
         names = tuple(sorted({*names, *(params[i] for i in nums if 0 <= i < len(params))}))
-    return Jitted(fun, nums, names, _int_tuple(donate_argnums, "donate_argnums"))
+    donate = _int_tuple(donate_argnums, "donate_argnums")
+    if set(donate) & set(nums):
+        raise InvalidArgumentError(
+            f"jit: argument(s) {sorted(set(donate) & set(nums))} are both static and donated; a static argument "
+            "is a Python value passed into the trace and has no buffer to donate: drop it from donate_argnums"
+        )
+    return Jitted(fun, nums, names, donate)
 
 
 @contextlib.contextmanager
