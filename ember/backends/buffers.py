@@ -6,8 +6,11 @@ dtype (and more than one element), can write into any buffer of its result's sha
 again. Such buffers are the results of earlier ufunc equations (freshly allocated, owned by the
 program), once every variable that may share their memory is dead. Whether a variable may share
 memory is decided conservatively: the result of a ufunc is new memory; the result of any other
-kernel (a reshape, a transpose, a call) may be a view of any of its operands. Inputs, constants
-and the program's outputs are never written.
+kernel (a reshape, a transpose, a call) may be a view of any of its operands. Constants, inputs
+and the program's outputs are never written; an input the caller donated (jit's donate_argnums) is
+treated like a buffer of the program's once it is dead, and is where returned results go first. A
+fused group (fusion.py) may also write a result over an operand that dies with it, when its block
+loop reads that operand for the last time no later than it writes the result.
 
 Fresh memory is not free: a large NumPy array is a new `mmap` (or freshly trimmed heap) whose pages
 fault in one by one, ~4 µs a 4 KiB page on a small VM, more than the arithmetic of an Adam update. So
@@ -159,7 +162,7 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
 
     group: dict[Any, int] = {}  # variable -> id of the memory it may share
     members: dict[int, set] = {}  # group id -> variables in it that are still live
-    owned: dict[int, list] = {}  # group id -> fresh buffers (ufunc results) in it
+    owned: dict[int, list] = {}  # group id -> the program's buffers in it (results it allocated, donated inputs)
     free: dict[tuple, list] = {}  # (shape, dtype) -> dead fresh buffers
     memory: dict[Any, int] = {}  # fresh variable -> the allocation it lives in
     born: list[tuple[int, int, int] | None] = []  # allocation -> (item, result, bytes) that makes it

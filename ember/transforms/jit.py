@@ -303,7 +303,6 @@ class _Entry:
                 del leaves[i]._value
         return _wrap_outputs(outs, self.out_avals)
 
-
     def run(self, leaves: Sequence[Array]) -> list[Array]:
         """The outputs for the arguments' leaves, compiled when nothing is traced, else by binding."""
         if self.const_buffers is not None and (not _state.stack or find_top_trace(leaves, _state.stack) is None):
@@ -512,7 +511,7 @@ class Jitted:
             self._fast[(sig.x64, *sig.avals)] = (entry, sig)
         donated = self._donated_leaves(args) if self.donate_argnums else ()
         if donated and entry.const_buffers is not None and not _state.stack and not config.debug_nans:
-            # (under a transform, or re-running for debug_nans, the arguments stay as they are, as in JAX)
+            # Not under a transform (as in JAX), nor with debug_nans on (it may run the program again).
             return tree_unflatten(entry.out_tree, entry.run_donating(arrays, donated))
         return tree_unflatten(entry.out_tree, entry.run(arrays))
 
