@@ -573,6 +573,11 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
     flow on traced values raises ConcretizationError: use `lax.cond`/`lax.while_loop`/`enp.where`, or
     make the argument static. `jit` composes with every transform, in any order.
 
+    The compiled code allocates its large buffers (64 KiB and up) once: intermediates stay allocated
+    between calls, and a returned buffer is written again once the caller has dropped the result
+    (as a caching allocator does). That memory is released with the traces (`clear_cache()`, or
+    when the jitted function is dropped).
+
     Args:
       fun: a pure function of arrays (pytrees of arrays).
       static_argnums / static_argnames: arguments passed by value into the trace (hashable; a new
