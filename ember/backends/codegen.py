@@ -210,14 +210,12 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         elif how is not None:  # ... or a new one the program keeps or recycles
             aval = eqn.outvars[0].aval
             buffer = new_buffer(how, aval.shape, aval.dtype)
-            if i not in plan.fresh:
-                # A ufunc lays out a new result like its operands; into a C-ordered buffer, a transposed
-                # operand would be read across memory (several times slower): then let NumPy allocate.
-                unsure = dict.fromkeys(name_of(v) for v in eqn.inputs if v not in c_order and v.aval.shape == aval.shape)
-                if unsure:
-                    buffer = f"({buffer} if {' and '.join(f'{u}.flags.c_contiguous' for u in unsure)} else None)"
-                else:
-                    c_order.add(eqn.outvars[0])
+            # A ufunc lays out a new result like its operands; into a C-ordered buffer, a transposed
+            # operand would be read across memory (several times slower): then let NumPy allocate.
+            unsure = [] if i in plan.fresh else [v for v in eqn.inputs if v not in c_order and v.aval.shape == aval.shape]
+            if unsure:
+                checks = " and ".join(f"{name_of(v)}.flags.c_contiguous" for v in dict.fromkeys(unsure))
+                buffer = f"({buffer} if {checks} else None)"
             else:
                 c_order.add(eqn.outvars[0])
             fn = op_name(eqn.primitive) if i in plan.fresh else ufunc_name(eqn)
