@@ -86,12 +86,18 @@ class Config:
         >>> with ember.config.x64(True):
         ...     pass
         """
-        previous = self.enable_x64
-        self.update("enable_x64", bool(enabled))
+        with self._temporarily("enable_x64", bool(enabled)):
+            yield
+
+    @contextlib.contextmanager
+    def _temporarily(self, name: str, value: Any) -> Iterator[None]:
+        """Set option `name` to `value` inside the block, and back to what it was after it."""
+        previous = getattr(self, name)
+        self.update(name, value)
         try:
             yield
         finally:
-            self.update("enable_x64", previous)
+            self.update(name, previous)
 
 
 config = Config()

@@ -626,12 +626,8 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
     >>> with ember.disable_jit():
     ...     f(x)      # f's Python runs on concrete arrays
     """
-    previous = config.disable_jit
-    config.update("disable_jit", bool(disable))
-    try:
+    with config._temporarily("disable_jit", bool(disable)):
         yield
-    finally:
-        config.update("disable_jit", previous)
 
 
 # --- tracing without running ---------------------------------------------------------------------------
