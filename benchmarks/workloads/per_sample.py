@@ -21,6 +21,8 @@ transforms on the CPU (the "JAX jit" column of DESIGN.md's table).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -54,16 +56,44 @@ def _mlp_params(rng, sizes=MLP_SIZES, lead=()):
 # --------------------------------------------------------------------------- per-example grads, MLP
 
 
-def _numpy_and_ember(env, numpy_grads, loss, params, x, y):
-    """The NumPy reference and ember's per-example gradients ``vmap(grad(loss))``, eager and jitted."""
-    import ember
+class _Lib(NamedTuple):
+    """What a one-example loss needs from a library, spelled so that one definition serves all."""
 
+    xp: Any  # the array namespace (tanh, sum)
+    logsumexp: Callable
+    relu: Callable
+    conv: Callable  # (x, kernel, bias): 'VALID' NCHW/OIHW convolution plus a bias per channel
+
+
+def _per_sample_impls(env, numpy_grads, make_loss, params, x, y):
+    """The NumPy reference and ``vmap(grad(loss), in_axes=(None, 0, 0))`` in ember (eager and jitted),
+    torch.func (eager) and JAX (jitted) where installed; `make_loss(lib)` builds the one-example loss."""
+    import ember
+    from ember.scipy.special import logsumexp
+
+    enp, lax = env.enp, ember.lax
+    loss = make_loss(_Lib(enp, logsumexp, lambda h: enp.maximum(h, 0.0),
+                          lambda a, k, c: lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]))  # fmt: skip
     per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
     jitted = ember.jit(per_sample)
-    eparams, ex, ey = [env.enp.asarray(p) for p in params], env.enp.asarray(x), env.enp.asarray(y)
-    return {"numpy": lambda: numpy_grads(params, x, y),
-            "ember": lambda: per_sample(eparams, ex, ey),
-            "ember_jit": lambda: jitted(eparams, ex, ey)}  # fmt: skip
+    eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
+    impls = {"numpy": lambda: numpy_grads(params, x, y),
+             "ember": lambda: per_sample(eparams, ex, ey),
+             "ember_jit": lambda: jitted(eparams, ex, ey)}  # fmt: skip
+    if env.torch is not None:
+        torch = env.torch
+        tloss = make_loss(_Lib(torch, lambda z: torch.logsumexp(z, -1), torch.relu, torch.nn.functional.conv2d))
+        tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
+        tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
+        impls["torch"] = lambda: tper_sample(tparams, tx, ty)
+    if env.jnp is not None:
+        jax, jnp = env.jax, env.jnp
+        jloss = make_loss(_Lib(jnp, jax.nn.logsumexp, jax.nn.relu,
+                               lambda a, k, c: jax.lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]))  # fmt: skip
+        jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
+        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(y)
+        impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
+    return impls
 
 
 def numpy_mlp_per_sample_grads(params, x, y):
@@ -85,49 +115,22 @@ def numpy_mlp_per_sample_grads(params, x, y):
 @workload("per_sample_grads_mlp", family="per_sample", target=1.0, rtol=1e-4, atol=1e-5,
           description="vmap(grad) MLP 64-128-128-10 b128")  # fmt: skip
 def _(env):
-    from ember.scipy.special import logsumexp
-
-    enp = env.enp
     rng = np.random.default_rng(0)
     params = _mlp_params(rng)
     x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
     y = _one_hot(rng, MLP_BATCH)
 
-    def loss(params, x, y):  # one example: x (64,), y one-hot (10,)
-        h = x
-        for i in range(0, len(params) - 2, 2):
-            h = enp.tanh(h @ params[i] + params[i + 1])
-        logits = h @ params[-2] + params[-1]
-        return logsumexp(logits) - enp.sum(y * logits)
-
-    impls = _numpy_and_ember(env, numpy_mlp_per_sample_grads, loss, params, x, y)
-    if env.torch is not None:
-        torch = env.torch
-        tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
-
-        def tloss(params, x, y):
+    def make_loss(lib):
+        def loss(params, x, y):  # one example: x (64,), y one-hot (10,)
             h = x
             for i in range(0, len(params) - 2, 2):
-                h = torch.tanh(h @ params[i] + params[i + 1])
+                h = lib.xp.tanh(h @ params[i] + params[i + 1])
             logits = h @ params[-2] + params[-1]
-            return torch.logsumexp(logits, -1) - torch.sum(y * logits)
+            return lib.logsumexp(logits) - lib.xp.sum(y * logits)
 
-        tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
-        impls["torch"] = lambda: tper_sample(tparams, tx, ty)
-    if env.jnp is not None:
-        jax, jnp = env.jax, env.jnp
-        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(y)
+        return loss
 
-        def jloss(params, x, y):
-            h = x
-            for i in range(0, len(params) - 2, 2):
-                h = jnp.tanh(h @ params[i] + params[i + 1])
-            logits = h @ params[-2] + params[-1]
-            return jax.nn.logsumexp(logits) - jnp.sum(y * logits)
-
-        jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
-        impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
-    return impls
+    return _per_sample_impls(env, numpy_mlp_per_sample_grads, make_loss, params, x, y)
 
 
 # --------------------------------------------------------------------------- per-example grads, CNN
@@ -172,10 +175,6 @@ def numpy_cnn_per_sample_grads(params, x, y):
 @workload("per_sample_grads_cnn", family="per_sample", target=0.6, rtol=1e-4, atol=1e-5,
           description="vmap(grad) CNN 2conv+dense b64")  # fmt: skip
 def _(env):
-    import ember
-    from ember.scipy.special import logsumexp
-
-    enp, lax = env.enp, ember.lax
     rng = np.random.default_rng(1)
     k, hw = CNN_K, CNN_HW
     flat = CNN_C2 * (hw - 2 * (k - 1)) ** 2
@@ -188,42 +187,17 @@ def _(env):
     x = rng.standard_normal((CNN_BATCH, 1, hw, hw)).astype(np.float32)
     y = _one_hot(rng, CNN_BATCH)
 
-    def loss(params, x, y):  # one example: x (1, 8, 8), y one-hot (10,)
-        k1, c1, k2, c2, w, b = params
-        h = enp.maximum(lax.conv_general_dilated(x[None], k1, (1, 1), "VALID") + c1[:, None, None], 0.0)
-        h = enp.maximum(lax.conv_general_dilated(h, k2, (1, 1), "VALID") + c2[:, None, None], 0.0)
-        logits = h.reshape(-1) @ w + b
-        return logsumexp(logits) - enp.sum(y * logits)
-
-    impls = _numpy_and_ember(env, numpy_cnn_per_sample_grads, loss, params, x, y)
-    if env.torch is not None:
-        torch = env.torch
-        conv2d = torch.nn.functional.conv2d
-        tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
-
-        def tloss(params, x, y):
+    def make_loss(lib):
+        def loss(params, x, y):  # one example: x (1, 8, 8), y one-hot (10,)
             k1, c1, k2, c2, w, b = params
-            h = torch.relu(conv2d(x[None], k1, c1))
-            h = torch.relu(conv2d(h, k2, c2))
+            h = lib.relu(lib.conv(x[None], k1, c1))
+            h = lib.relu(lib.conv(h, k2, c2))
             logits = h.reshape(-1) @ w + b
-            return torch.logsumexp(logits, -1) - torch.sum(y * logits)
+            return lib.logsumexp(logits) - lib.xp.sum(y * logits)
 
-        tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
-        impls["torch"] = lambda: tper_sample(tparams, tx, ty)
-    if env.jnp is not None:
-        jax, jnp = env.jax, env.jnp
-        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(y)
+        return loss
 
-        def jloss(params, x, y):
-            k1, c1, k2, c2, w, b = params
-            h = jax.nn.relu(jax.lax.conv_general_dilated(x[None], k1, (1, 1), "VALID") + c1[:, None, None])
-            h = jax.nn.relu(jax.lax.conv_general_dilated(h, k2, (1, 1), "VALID") + c2[:, None, None])
-            logits = h.reshape(-1) @ w + b
-            return jax.nn.logsumexp(logits) - jnp.sum(y * logits)
-
-        jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
-        impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
-    return impls
+    return _per_sample_impls(env, numpy_cnn_per_sample_grads, make_loss, params, x, y)
 
 
 # --------------------------------------------------------------------------- ensemble forward
