@@ -11,6 +11,7 @@ from ember import (
     lax,
     numpy,
     random,
+    scipy,
     test_util,
     tree,
 )
@@ -60,4 +61,4 @@ def devices(platform: str | None = None) -> list[Device]:
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
            "custom_jvp", "custom_vjp", "debug", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian",
            "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "numpy",
-           "pure_callback", "remat", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+           "pure_callback", "remat", "scipy", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip

@@ -398,7 +398,8 @@ def _load_families() -> None:
     import importlib
 
     for module in ("op_db_lax", "op_db_indexing", "op_db_take", "op_db_enp_ufuncs", "op_db_enp_other", "op_db_sorting",
-                   "op_db_random", "op_db_conv", "op_db_collective", "op_db_control_flow"):
+                   "op_db_random", "op_db_conv", "op_db_collective", "op_db_control_flow", "op_db_linalg", "op_db_eigen", "op_db_fft",
+                   "op_db_enp_extra"):
         first = len(OPS)
         try:
             importlib.import_module(module)

@@ -19,7 +19,10 @@ import numpy as np
 
 from ember.backends import special
 from ember.backends.kernels_conv import conv_kernels
+from ember.backends.kernels_eigen import eigen_kernels
+from ember.backends.kernels_fft import fft_kernels
 from ember.backends.kernels_indexing import make_indexing_kernels
+from ember.backends.kernels_linalg import linalg_kernels
 from ember.backends.kernels_random import make_random_kernels
 from ember.backends.kernels_sorting import sorting_kernels
 
@@ -41,6 +44,9 @@ def make_kernels(xp: ModuleType) -> dict[str, Any]:
     k.update(sorting_kernels(xp))
     k.update(make_random_kernels(xp))
     k.update(conv_kernels(xp))
+    k.update(linalg_kernels(xp))
+    k.update(eigen_kernels(xp))
+    k.update(fft_kernels(xp))
     return k
 
 

@@ -4,7 +4,7 @@ Also the Python array API namespace of ember arrays (``x.__array_namespace__()``
 Promotion follows JAX's lattice; 64-bit types need ``ember.config`` x64.
 """
 
-from ember.numpy import _methods
+from ember.numpy import _methods, fft, linalg
 from ember.numpy._contract import dot, einsum, inner, kron, matmul, matvec, outer, tensordot, vdot, vecdot, vecmat
 from ember.numpy._core import asarray
 from ember.numpy._creation import (

@@ -5,6 +5,6 @@
 0.6931471...
 """
 
-from ember.scipy import special
+from ember.scipy import linalg, special
 
-__all__ = ["special"]
+__all__ = ["linalg", "special"]
