@@ -1,8 +1,8 @@
 """Every docstring example in ember runs, with the output it shows.
 
 One test per module (``pytest tests/test_doctests.py -k linalg`` runs a few).
-Examples see the names a user has after the usual imports: ``np``, ``ember``,
-``enp`` (ember.numpy) and ``lax``; anything else they import themselves.
+Examples see their module's names, as doctest gives them, and those a user has
+after the usual imports: ``np``, ``ember``, ``enp`` (ember.numpy) and ``lax``.
 Output is compared with doctest's ELLIPSIS (``...`` stands for any text, so an
 example may show a float to the digits that matter) and NORMALIZE_WHITESPACE.
 """
@@ -41,8 +41,8 @@ OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 def test_docstring_examples(module_name):
     module = importlib.import_module(module_name)
     finder = doctest.DocTestFinder(exclude_empty=True)
-    globs = {"np": np, "ember": ember, "enp": enp, "lax": lax}
-    tests = [t for t in finder.find(module, module_name, globs=globs) if t.examples]
+    extras = {"np": np, "ember": ember, "enp": enp, "lax": lax}
+    tests = [t for t in finder.find(module, module_name, extraglobs=extras) if t.examples]
     if not tests:
         pytest.skip(f"{module_name} has no docstring examples")
     runner = doctest.DocTestRunner(optionflags=OPTIONS)

@@ -99,8 +99,14 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
     and returns the list of output buffers (or, for a literal output, its value). The buffers of the
     inputs at positions `donated` may be written once they are dead (results go into them).
 
-    >>> compiled = compile_program(program, lambda prim: backend.kernel(prim.name))
+    >>> from ember.backends import cpu
+    >>> program = ember.make_ir(lambda x: enp.sin(x) * 2.0)(enp.ones(3)).program
+    >>> compiled = compile_program(program, lambda prim: cpu.kernel(prim.name))
     >>> print(compiled.source)
+    def program(a, b):
+        c = ops.sin(b)
+        d = np.multiply(c, a, out=c)
+        return [d]
     """
     names = _names()
     var_name: dict[Any, str] = {}

@@ -95,7 +95,9 @@ class Array:
     def is_deleted(self) -> bool:
         """Whether the array was donated to a jitted function (``donate_argnums``) and so deleted.
 
-        >>> x = enp.ones(3); ember.jit(lambda x: x * 2, donate_argnums=0)(x); x.is_deleted()
+        >>> x = enp.ones(3)
+        >>> y = ember.jit(lambda x: x * 2, donate_argnums=0)(x)
+        >>> x.is_deleted()
         True
         """
         try:

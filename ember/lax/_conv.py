@@ -357,6 +357,7 @@ def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: Callab
       One reduced value per window position.
 
     >>> lax.reduce_window(enp.arange(6.0), 0.0, lax.add, (3,), (1,), "VALID")
+    Array([ 3.,  6.,  9., 12.], dtype=float32)
     """
     op = "reduce_window"
     kind = _monoid(computation)
@@ -388,6 +389,7 @@ def _select_and_scatter_add(source: ArrayLike, operand: ArrayLike, select_prim: 
 
     >>> x = enp.asarray([1.0, 3.0, 2.0, 0.0])
     >>> lax._conv._select_and_scatter_add(enp.asarray([10.0, 20.0]), x, "ge", (2,), (2,), "VALID")
+    Array([ 0., 10., 20.,  0.], dtype=float32)
     """
     op = "select_and_scatter_add"
     source, x = operands(op, (source, operand))
@@ -404,6 +406,7 @@ def _select_and_gather_add(tangents: ArrayLike, operand: ArrayLike, select_prim:
 
     >>> x = enp.asarray([1.0, 3.0, 2.0, 0.0])
     >>> lax._conv._select_and_gather_add(enp.asarray([10.0, 20.0, 30.0, 40.0]), x, "ge", (2,), (2,), "VALID")
+    Array([20., 30.], dtype=float32)
     """
     op = "select_and_gather_add"
     tangents, x = operands(op, (tangents, operand))

@@ -31,6 +31,7 @@ def gather(operand: ArrayLike, start_indices: ArrayLike, dimension_numbers: Gath
 
     >>> dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
     >>> lax.gather(enp.arange(5.0), enp.asarray([[3], [1]]), dn, (1,))
+    Array([3., 1.], dtype=float32)
     """
     (x,) = operands("gather", (operand,))
     indices = _index_operand("gather", start_indices)
@@ -49,6 +50,8 @@ def _scatter(prim, name: str):
         return prim.bind(x, indices, u, dimension_numbers=dn, mode=GatherScatterMode.parse(mode),
                          indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices))  # fmt: skip
 
+    # The example writes 1 twice at index 1 of zeros.
+    _SCATTERED = {"scatter": 1, "scatter_add": 2, "scatter_mul": 0, "scatter_min": 0, "scatter_max": 1}
     verb = {"scatter": "writes", "scatter_add": "adds", "scatter_mul": "multiplies in", "scatter_min": "takes the minimum with",
             "scatter_max": "takes the maximum with"}[name]  # fmt: skip
     fn.__name__ = fn.__qualname__ = name
@@ -58,6 +61,7 @@ def _scatter(prim, name: str):
         + "\n\nOut-of-bounds windows are dropped unless mode='clip'.\n\n"
         f">>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))\n"
         f">>> lax.{name}(enp.zeros(4), enp.asarray([[1], [1]]), enp.ones(2), dn)\n"
+        f"Array([0., {_SCATTERED[name]}., 0., 0.], dtype=float32)\n"
     )
     return fn
 
@@ -83,6 +87,7 @@ def dynamic_slice(operand: ArrayLike, start_indices: Sequence[ArrayLike], slice_
     """operand[start:start + size] per dimension with run-time starts, clamped so the slice fits.
 
     >>> lax.dynamic_slice(enp.arange(10), (enp.asarray(8),), (4,))
+    Array([6, 7, 8, 9], dtype=int32)
     """
     (x,) = operands("dynamic_slice", (operand,))
     return ix.dynamic_slice_p.bind(x, *_starts("dynamic_slice", start_indices), slice_sizes=tuple(int(s) for s in slice_sizes))
@@ -92,6 +97,7 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike, start_indices: S
     """`operand` with `update` written at run-time `start_indices` (clamped so it fits).
 
     >>> lax.dynamic_update_slice(enp.zeros(5), enp.ones(2), (enp.asarray(1),))
+    Array([0., 1., 1., 0., 0.], dtype=float32)
     """
     x, u = operands("dynamic_update_slice", (operand, update))
     return ix.dynamic_update_slice_p.bind(x, u, *_starts("dynamic_update_slice", start_indices))
@@ -101,6 +107,7 @@ def dynamic_slice_in_dim(operand: ArrayLike, start_index: ArrayLike, slice_size:
     """`dynamic_slice` along one axis.
 
     >>> lax.dynamic_slice_in_dim(enp.arange(10), 3, 2)
+    Array([3, 4], dtype=int32)
     """
     (x,) = operands("dynamic_slice_in_dim", (operand,))
     axis = normalize_axis("dynamic_slice_in_dim", axis, x.ndim)
@@ -115,6 +122,7 @@ def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0, ke
     """The slice at run-time `index` along `axis` (that axis dropped unless keepdims).
 
     >>> lax.dynamic_index_in_dim(enp.arange(6).reshape(2, 3), 1, keepdims=False)
+    Array([3, 4, 5], dtype=int32)
     """
     out = dynamic_slice_in_dim(operand, index, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
@@ -124,6 +132,7 @@ def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_ind
     """`dynamic_update_slice` along one axis.
 
     >>> lax.dynamic_update_slice_in_dim(enp.zeros(5), enp.ones(2), 3, 0)
+    Array([0., 0., 0., 1., 1.], dtype=float32)
     """
     (x,) = operands("dynamic_update_slice_in_dim", (operand,))
     axis = normalize_axis("dynamic_update_slice_in_dim", axis, x.ndim)
@@ -136,6 +145,8 @@ def dynamic_update_index_in_dim(operand: ArrayLike, update: ArrayLike, index: Ar
     """Write `update` (without the `axis` dimension) at run-time `index` along `axis`.
 
     >>> lax.dynamic_update_index_in_dim(enp.zeros((2, 3)), enp.ones(3), 1, 0)
+    Array([[0., 0., 0.],
+           [1., 1., 1.]], dtype=float32)
     """
     (x, u) = operands("dynamic_update_index_in_dim", (operand, update))
     axis = normalize_axis("dynamic_update_index_in_dim", axis, x.ndim)
@@ -148,6 +159,7 @@ def index_in_dim(operand: ArrayLike, index: int, axis: int = 0, keepdims: bool =
     """The slice at static `index` along `axis` (that axis dropped unless keepdims).
 
     >>> lax.index_in_dim(enp.arange(6).reshape(2, 3), 1, keepdims=False)
+    Array([3, 4, 5], dtype=int32)
     """
     (x,) = operands("index_in_dim", (operand,))
     axis = normalize_axis("index_in_dim", axis, x.ndim)

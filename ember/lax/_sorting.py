@@ -147,6 +147,6 @@ def cumlogsumexp(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Ar
     """Running log(sum(exp(x))) along `axis`, computed without overflow or underflow.
 
     >>> lax.cumlogsumexp(enp.asarray([0.0, 0.0, 1000.0]))
-    Array([   0.       ,    0.6931472, 1000.       ], dtype=float32)
+    Array([0.000000e+00, 6.931472e-01, 1.000000e+03], dtype=float32)
     """
     return _cumulative(so.cumlogsumexp_p, "cumlogsumexp", operand, axis, reverse)

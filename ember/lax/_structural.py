@@ -33,6 +33,7 @@ def iota(dtype, size: int) -> Array:
     """0, 1, ..., size - 1 as a 1-d array of `dtype`.
 
     >>> lax.iota("int32", 4)
+    Array([0, 1, 2, 3], dtype=int32)
     """
     return st.iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=(int(size),), dimension=0)
 
@@ -41,6 +42,8 @@ def broadcasted_iota(dtype, shape: Shape, dimension: int) -> Array:
     """An array of `shape` counting along `dimension`.
 
     >>> lax.broadcasted_iota("int32", (2, 3), 1)
+    Array([[0, 1, 2],
+           [0, 1, 2]], dtype=int32)
     """
     shape = _ints(shape)
     return st.iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=shape, dimension=normalize_axis("broadcasted_iota", dimension, len(shape)))
@@ -50,6 +53,8 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None) -> Array:
     """An array of `shape` filled with `fill_value`.
 
     >>> lax.full((2, 2), 7.0)
+    Array([[7., 7.],
+           [7., 7.]], dtype=float32, weak_type=True)
     """
     value = _one("full", fill_value)
     if dtype is not None:
@@ -63,6 +68,9 @@ def broadcast_in_dim(operand: ArrayLike, shape: Shape, broadcast_dimensions: Seq
     """Broadcast to `shape`, operand dimension i going to output dimension broadcast_dimensions[i].
 
     >>> lax.broadcast_in_dim(enp.asarray([1.0, 2.0]), (3, 2), (1,))
+    Array([[1., 2.],
+           [1., 2.],
+           [1., 2.]], dtype=float32)
     """
     x = _one("broadcast_in_dim", operand)
     shape, dims = _ints(shape), _ints(broadcast_dimensions)
@@ -75,6 +83,9 @@ def broadcast(operand: ArrayLike, sizes: Shape) -> Array:
     """Add leading dimensions of `sizes`.
 
     >>> lax.broadcast(enp.asarray([1.0, 2.0]), (3,))
+    Array([[1., 2.],
+           [1., 2.],
+           [1., 2.]], dtype=float32)
     """
     x = _one("broadcast", operand)
     sizes = _ints(sizes)
@@ -85,6 +96,8 @@ def reshape(operand: ArrayLike, new_sizes: Shape, dimensions: Sequence[int] | No
     """Reshape in row-major order (after transposing by `dimensions`, if given).
 
     >>> lax.reshape(enp.arange(6), (2, 3))
+    Array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
     """
     x = _one("reshape", operand)
     new_sizes = _ints(new_sizes, "reshape", "new_sizes as a sequence of ints")
@@ -134,6 +147,7 @@ def rev(operand: ArrayLike, dimensions: Sequence[int]) -> Array:
     """Reverse the order of elements along `dimensions`.
 
     >>> lax.rev(enp.arange(3), (0,))
+    Array([2, 1, 0], dtype=int32)
     """
     x = _one("rev", operand)
     dims = tuple(sorted(normalize_axis("rev", d, x.ndim) for d in dimensions))
@@ -156,6 +170,7 @@ def pad(operand: ArrayLike, padding_value: ArrayLike, padding_config: Sequence[t
     """Pad each dimension with (low, high, interior) elements; negative low/high crop.
 
     >>> lax.pad(enp.asarray([1.0, 2.0]), 0.0, [(1, 1, 1)])
+    Array([0., 1., 0., 2., 0.], dtype=float32)
     """
     x, value = operands("pad", (operand, padding_value))
     config = tuple(_ints(c) for c in padding_config)
@@ -168,6 +183,7 @@ def slice(operand: ArrayLike, start_indices: Shape, limit_indices: Shape, stride
     """The static slice operand[start:limit:stride] in every dimension.
 
     >>> lax.slice(enp.arange(10), (2,), (8,), (2,))
+    Array([2, 4, 6], dtype=int32)
     """
     x = _one("slice", operand)
     start, limit = _ints(start_indices), _ints(limit_indices)
@@ -181,6 +197,7 @@ def slice_in_dim(operand: ArrayLike, start_index: int | None, limit_index: int |
     """`slice` along one axis, with Python-style None and negative indices.
 
     >>> lax.slice_in_dim(enp.arange(10), 2, -2)
+    Array([2, 3, 4, 5, 6, 7], dtype=int32)
     """
     x = _one("slice_in_dim", operand)
     axis = normalize_axis("slice_in_dim", axis, x.ndim)
@@ -203,6 +220,7 @@ def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Sum over `axes` (the dtype is kept).
 
     >>> lax.reduce_sum(enp.ones((2, 3)), (1,))
+    Array([3., 3.], dtype=float32)
     """
     return _reduce(rd.reduce_sum_p, "reduce_sum", operand, axes)
 
@@ -211,6 +229,7 @@ def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Product over `axes`.
 
     >>> lax.reduce_prod(enp.full((2,), 3.0), (0,))
+    Array(9., dtype=float32)
     """
     return _reduce(rd.reduce_prod_p, "reduce_prod", operand, axes)
 
@@ -219,6 +238,7 @@ def reduce_max(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Maximum over `axes` (-inf, or the dtype's minimum, for empty axes).
 
     >>> lax.reduce_max(enp.asarray([1.0, 3.0, 2.0]), (0,))
+    Array(3., dtype=float32)
     """
     return _reduce(rd.reduce_max_p, "reduce_max", operand, axes)
 
@@ -227,6 +247,7 @@ def reduce_min(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Minimum over `axes` (+inf, or the dtype's maximum, for empty axes).
 
     >>> lax.reduce_min(enp.asarray([1.0, 3.0, 2.0]), (0,))
+    Array(1., dtype=float32)
     """
     return _reduce(rd.reduce_min_p, "reduce_min", operand, axes)
 
@@ -235,6 +256,7 @@ def reduce_and(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Logical (bool) or bitwise (integer) and over `axes`.
 
     >>> lax.reduce_and(enp.asarray([True, False]), (0,))
+    Array(False, dtype=bool)
     """
     return _reduce(rd.reduce_and_p, "reduce_and", operand, axes)
 
@@ -243,6 +265,7 @@ def reduce_or(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Logical (bool) or bitwise (integer) or over `axes`.
 
     >>> lax.reduce_or(enp.asarray([True, False]), (0,))
+    Array(True, dtype=bool)
     """
     return _reduce(rd.reduce_or_p, "reduce_or", operand, axes)
 
@@ -251,6 +274,7 @@ def argmax(operand: ArrayLike, axis: int, index_dtype) -> Array:
     """Index of the first maximum along `axis` (NaN counts as the maximum).
 
     >>> lax.argmax(enp.asarray([1.0, 3.0, 2.0]), 0, "int32")
+    Array(1, dtype=int32)
     """
     x = _one("argmax", operand)
     return rd.argmax_p.bind(x, axes=(normalize_axis("argmax", axis, x.ndim),), index_dtype=dtypes.canonicalize(index_dtype))
@@ -260,6 +284,7 @@ def argmin(operand: ArrayLike, axis: int, index_dtype) -> Array:
     """Index of the first minimum along `axis` (NaN counts as the minimum).
 
     >>> lax.argmin(enp.asarray([1.0, 3.0, 2.0]), 0, "int32")
+    Array(0, dtype=int32)
     """
     x = _one("argmin", operand)
     return rd.argmin_p.bind(x, axes=(normalize_axis("argmin", axis, x.ndim),), index_dtype=dtypes.canonicalize(index_dtype))
@@ -287,6 +312,7 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, precision=None, preferred_element_type=N
     """Vector/matrix product of 1-d or 2-d operands (lhs's last axis with rhs's first).
 
     >>> lax.dot(enp.ones((2, 3)), enp.ones(3))
+    Array([3., 3.], dtype=float32)
     """
     lhs, rhs = operands("dot", (lhs, rhs))
     if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):

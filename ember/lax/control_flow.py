@@ -117,7 +117,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
       The output of the branch taken.
 
     >>> lax.cond(enp.asarray(2.0) > 1.0, lambda x: x * 2.0, lambda x: x - 1.0, enp.asarray(3.0))
-    Array(6., dtype=float32)
+    Array(6., dtype=float32, weak_type=True)
     """
     p = _scalar_index(pred, "lax.cond", "pred")
     if p.dtype != np.bool_:
@@ -140,7 +140,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
       The output of the branch taken.
 
     >>> lax.switch(1, [lambda x: x + 1.0, lambda x: x * 10.0], enp.asarray(2.0))
-    Array(20., dtype=float32)
+    Array(20., dtype=float32, weak_type=True)
     """
     branches = tuple(branches)
     if not branches:
@@ -259,7 +259,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
       The carry after the last iteration.
 
     >>> lax.while_loop(lambda x: x < 10.0, lambda x: x * 2.0, enp.asarray(1.0))
-    Array(16., dtype=float32)
+    Array(16., dtype=float32, weak_type=True)
     """
     op = "lax.while_loop"
     leaves, in_tree = tree_flatten(init_val)
@@ -314,7 +314,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
       The final value.
 
     >>> lax.fori_loop(0, 4, lambda i, x: x + i, enp.asarray(0.0))
-    Array(6., dtype=float32)
+    Array(6., dtype=float32, weak_type=True)
     """
     op = "lax.fori_loop"
     lo, hi = (_scalar_index(b, op, name) for b, name in ((lower, "lower"), (upper, "upper")))

@@ -20,7 +20,7 @@ _PY_SCALARS = (bool, int, float, complex)
 def asarray(a: ArrayLike, dtype=None) -> Array:
     """An ember Array from `a` (no copy when `a` already is one of `dtype`).
 
-    >>> asarray([1.0, 2.0]).dtype
+    >>> enp.asarray([1.0, 2.0]).dtype
     dtype('float32')
     """
     return _asarray(a, dtype, "asarray")

@@ -34,7 +34,7 @@ def _shape(shape: Shape, op: str) -> tuple[int, ...]:
 def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0) -> Array:
     """An Array from `object` (a copy; ember arrays are immutable, so copies are cheap to reason about).
 
-    >>> array([[1, 2], [3, 4]], dtype="float32").shape
+    >>> enp.array([[1, 2], [3, 4]], dtype="float32").shape
     (2, 2)
     """
     x = asarray(object, dtype)
@@ -48,7 +48,8 @@ def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0) -> A
 def full(shape: Shape, fill_value: ArrayLike, dtype=None) -> Array:
     """An array of `shape` filled with `fill_value` (its dtype, unless `dtype` is given).
 
-    >>> full((2,), 7)
+    >>> enp.full((2,), 7)
+    Array([7, 7], dtype=int32)
     """
     shape = _shape(shape, "full")
     value = asarray(fill_value, dtype)
@@ -64,7 +65,7 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None) -> Array:
 def zeros(shape: Shape, dtype=None) -> Array:
     """An array of zeros (float32 by default).
 
-    >>> zeros((2, 3)).shape
+    >>> enp.zeros((2, 3)).shape
     (2, 3)
     """
     return full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float())
@@ -73,7 +74,8 @@ def zeros(shape: Shape, dtype=None) -> Array:
 def ones(shape: Shape, dtype=None) -> Array:
     """An array of ones (float32 by default).
 
-    >>> ones(3)
+    >>> enp.ones(3)
+    Array([1., 1., 1.], dtype=float32)
     """
     return full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float())
 
@@ -81,7 +83,7 @@ def ones(shape: Shape, dtype=None) -> Array:
 def empty(shape: Shape, dtype=None) -> Array:
     """An array of `shape`; ember fills it with zeros (there is no uninitialised memory to expose).
 
-    >>> empty(2).shape
+    >>> enp.empty(2).shape
     (2,)
     """
     return zeros(_shape(shape, "empty"), dtype)
@@ -94,7 +96,9 @@ def _like(name: str, value):
         return full(x.shape if shape is None else shape, value(target), target)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"An array like `a` (shape and dtype, unless given) filled as `{name[:-5]}` fills.\n\n>>> {name}(ones(3))\n"
+    v = int(value(np.dtype("int32")))
+    example = f">>> enp.{name}(enp.ones(3), dtype='int32')\nArray([{v}, {v}, {v}], dtype=int32)\n"
+    fn.__doc__ = f"An array like `a` (shape and dtype, unless given) filled as `{name[:-5]}` fills.\n\n{example}"
     return fn
 
 
@@ -106,7 +110,8 @@ empty_like = _like("empty_like", lambda d: 0)
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | None = None) -> Array:
     """An array like `a` (shape and dtype, unless given) filled with `fill_value`.
 
-    >>> full_like(ones(2), 5.0)
+    >>> enp.full_like(enp.ones(2), 5.0)
+    Array([5., 5.], dtype=float32)
     """
     x = asarray(a)
     return full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype)
@@ -115,7 +120,8 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | No
 def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | None = None, dtype=None) -> Array:
     """Evenly spaced values in [start, stop) (NumPy's arange; ints give int32, floats float32).
 
-    >>> arange(5)
+    >>> enp.arange(5)
+    Array([0, 1, 2, 3, 4], dtype=int32)
     """
     for v in (start, stop, step):
         if isinstance(v, Array) and not type(v) is Array:
@@ -168,7 +174,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     Returns:
       The samples, or (samples, step) with retstep.
 
-    >>> linspace(0.0, 1.0, 5).tolist()
+    >>> enp.linspace(0.0, 1.0, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     from ember.numpy import _shape as sh
@@ -218,7 +224,7 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     Returns:
       The samples.
 
-    >>> logspace(0.0, 2.0, 3).tolist()
+    >>> enp.logspace(0.0, 2.0, 3).tolist()
     [1.0, 10.0, 100.0]
     """
     from ember.numpy import _shape as sh
@@ -249,7 +255,7 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     Returns:
       The samples.
 
-    >>> geomspace(1.0, 16.0, 5).tolist()
+    >>> enp.geomspace(1.0, 16.0, 5).tolist()
     [1.0, 2.0, 4.0, 8.0, 16.0]
     """
     from ember.numpy import _shape as sh
@@ -275,7 +281,9 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
     """A 2-d array with ones on the k-th diagonal.
 
-    >>> eye(2)
+    >>> enp.eye(2)
+    Array([[1., 0.],
+           [0., 1.]], dtype=float32)
     """
     N, M = _shape((N, N if M is None else M), "eye")
     rows = lax.broadcasted_iota(dtypes.default_int(), (N, M), 0)
@@ -288,7 +296,9 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
 def identity(n: int, dtype=None) -> Array:
     """The n x n identity matrix.
 
-    >>> identity(2)
+    >>> enp.identity(2)
+    Array([[1., 0.],
+           [0., 1.]], dtype=float32)
     """
     return eye(n, dtype=dtype)
 
@@ -296,7 +306,10 @@ def identity(n: int, dtype=None) -> Array:
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
     """Ones at and below the k-th diagonal, zeros above.
 
-    >>> tri(3)
+    >>> enp.tri(3)
+    Array([[1., 0., 0.],
+           [1., 1., 0.],
+           [1., 1., 1.]], dtype=float32)
     """
     N, M = _shape((N, N if M is None else M), "tri")
     from ember.numpy._ufuncs import greater_equal
@@ -309,7 +322,10 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
 def tril(m: ArrayLike, k: int = 0) -> Array:
     """Zero the elements above the k-th diagonal of the last two axes.
 
-    >>> tril(ones((3, 3)))
+    >>> enp.tril(enp.ones((3, 3)))
+    Array([[1., 0., 0.],
+           [1., 1., 0.],
+           [1., 1., 1.]], dtype=float32)
     """
     return _triangle("tril", m, k, lower=True)
 
@@ -317,7 +333,10 @@ def tril(m: ArrayLike, k: int = 0) -> Array:
 def triu(m: ArrayLike, k: int = 0) -> Array:
     """Zero the elements below the k-th diagonal of the last two axes.
 
-    >>> triu(ones((3, 3)))
+    >>> enp.triu(enp.ones((3, 3)))
+    Array([[1., 1., 1.],
+           [0., 1., 1.],
+           [0., 0., 1.]], dtype=float32)
     """
     return _triangle("triu", m, k, lower=False)
 
@@ -344,7 +363,7 @@ def _triangle(name: str, m: ArrayLike, k: int, lower: bool) -> Array:
 def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Array]:
     """Coordinate arrays from 1-d coordinate vectors ('xy' or 'ij' indexing).
 
-    >>> [g.shape for g in meshgrid(arange(3), arange(2))]
+    >>> [g.shape for g in enp.meshgrid(enp.arange(3), enp.arange(2))]
     [(2, 3), (2, 3)]
     """
     if indexing not in ("xy", "ij"):
@@ -368,6 +387,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
 def copy(a: ArrayLike) -> Array:
     """A copy of `a`.
 
-    >>> copy(ones(2))
+    >>> enp.copy(enp.ones(2))
+    Array([1., 1.], dtype=float32)
     """
     return ew.copy_p.bind(asarray(a))

@@ -36,7 +36,7 @@ newaxis = None
 def promote_types(a, b) -> np.dtype:
     """The dtype two dtypes promote to under JAX's lattice, without 64-bit canonicalisation.
 
-    >>> promote_types("int32", "uint32")
+    >>> enp.promote_types("int32", "uint32")
     dtype('int64')
     """
     return _d.promote_types(a, b)
@@ -45,7 +45,7 @@ def promote_types(a, b) -> np.dtype:
 def result_type(*args) -> np.dtype:
     """The (canonical) dtype of an operation on `args`: arrays, dtypes or Python scalars.
 
-    >>> result_type(np.float32, 2.0)
+    >>> enp.result_type(np.float32, 2.0)
     dtype('float32')
     """
     kinds = []
@@ -67,7 +67,7 @@ _BFLOAT16_PARENTS = (floating, inexact, number, generic)
 def issubdtype(arg1, arg2) -> bool:
     """NumPy's issubdtype, knowing that bfloat16 is a floating type.
 
-    >>> issubdtype(bfloat16, floating)
+    >>> enp.issubdtype(bfloat16, floating)
     True
     """
     if np.dtype(arg1) == _d.bfloat16:
@@ -83,7 +83,8 @@ def issubdtype(arg1, arg2) -> bool:
 def finfo(dtype):
     """Machine limits of a float dtype (bfloat16 included).
 
-    >>> finfo(float32).eps
+    >>> enp.finfo(float32).eps
+    np.float32(1.1920929e-07)
     """
     return _d.finfo(np.dtype(dtype))
 
@@ -91,7 +92,7 @@ def finfo(dtype):
 def iinfo(dtype):
     """Machine limits of an integer dtype.
 
-    >>> iinfo(int8).max
+    >>> enp.iinfo(int8).max
     127
     """
     return np.iinfo(dtype)
@@ -100,7 +101,7 @@ def iinfo(dtype):
 def can_cast(from_, to, casting: str = "safe") -> bool:
     """Whether `from_` converts to `to` without loss under JAX's lattice ("safe") or NumPy's rule.
 
-    >>> can_cast(int8, float32)
+    >>> enp.can_cast(int8, float32)
     True
     """
     if casting == "safe":
@@ -112,7 +113,7 @@ def isdtype(dtype, kind) -> bool:
     """Array API `isdtype`: 'bool', 'signed integer', 'unsigned integer', 'integral',
     'real floating', 'complex floating', 'numeric', or a dtype / tuple of them.
 
-    >>> isdtype(float32, "real floating")
+    >>> enp.isdtype(float32, "real floating")
     True
     """
     dtype = _d.to_dtype(dtype)

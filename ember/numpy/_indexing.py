@@ -216,6 +216,7 @@ class _IndexUpdateRef:
         """``x[idx]``, with JAX's out-of-bounds `mode` ('clip', 'fill', 'promise_in_bounds') and `fill_value`.
 
         >>> enp.arange(3).at[5].get(mode="fill", fill_value=-1)
+        Array(-1, dtype=int32)
         """
         return getitem(self.array, self.index, mode=mode, fill_value=fill_value, ints_as_arrays=mode is not None)
 
@@ -223,6 +224,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] = values`` (one of several duplicate writes wins).
 
         >>> enp.zeros(3).at[1].set(5.0)
+        Array([0., 5., 0.], dtype=float32)
         """
         return _update("set", self.array, self.index, values, ix.scatter_p, mode)
 
@@ -230,6 +232,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] += values``, duplicates accumulating.
 
         >>> enp.zeros(3).at[enp.asarray([0, 0])].add(1.0)
+        Array([2., 0., 0.], dtype=float32)
         """
         return _update("add", self.array, self.index, values, ix.scatter_add_p, mode)
 
@@ -237,6 +240,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] -= values``, duplicates accumulating.
 
         >>> enp.ones(3).at[1].subtract(1.0)
+        Array([1., 0., 1.], dtype=float32)
         """
         from ember.numpy._ufuncs import negative
 
@@ -246,6 +250,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] *= values``, duplicates accumulating.
 
         >>> enp.ones(3).at[1].multiply(4.0)
+        Array([1., 4., 1.], dtype=float32)
         """
         return _update("multiply", self.array, self.index, values, ix.scatter_mul_p, mode)
 
@@ -255,6 +260,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] /= values`` (inexact dtypes), duplicates accumulating.
 
         >>> enp.ones(3).at[1].divide(4.0)
+        Array([1.  , 0.25, 1.  ], dtype=float32)
         """
         if not dtypes.is_inexact(self.array.dtype):
             raise DTypeError(f"at[].divide: needs a floating or complex array, got {self.array.dtype}; use astype first")
@@ -266,6 +272,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] = minimum(x[idx], values)``.
 
         >>> enp.ones(3).at[1].min(0.0)
+        Array([1., 0., 1.], dtype=float32)
         """
         return _update("min", self.array, self.index, values, ix.scatter_min_p, mode)
 
@@ -273,6 +280,7 @@ class _IndexUpdateRef:
         """A copy of x with ``x[idx] = maximum(x[idx], values)``.
 
         >>> enp.ones(3).at[1].max(7.0)
+        Array([1., 7., 1.], dtype=float32)
         """
         return _update("max", self.array, self.index, values, ix.scatter_max_p, mode)
 

@@ -166,6 +166,7 @@ def arctan2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The angle of the point (x2, x1) in (-pi, pi]: arctan(x1 / x2) in the right quadrant.
 
     >>> enp.arctan2(enp.asarray([1.0, -1.0]), -1.0)
+    Array([ 2.3561945, -2.3561945], dtype=float32)
     """
     return ew.atan2_p.bind(*_real_inexact("arctan2", x1, x2))
 
@@ -177,6 +178,7 @@ def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """sqrt(x1**2 + x2**2) without overflow or underflow in the squares.
 
     >>> enp.hypot(enp.asarray([3.0, 1e30]), enp.asarray([4.0, 1e30]))
+    Array([5.0000000e+00, 1.4142135e+30], dtype=float32)
     """
     x1, x2 = _real_inexact("hypot", x1, x2)
     a, b = ew.abs_p.bind(_work(x1)), ew.abs_p.bind(_work(x2))
@@ -216,6 +218,7 @@ def float_power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 ** x2 computed in the widest enabled float: float64 with x64 on, float32 off (complex stays complex).
 
     >>> enp.float_power(enp.asarray([2, 3]), -1)
+    Array([0.5       , 0.33333334], dtype=float32)
     """
     x1, x2 = promote_inexact("float_power", x1, x2)
     target = dtypes.default_complex() if dtypes.is_complex(x1.dtype) else dtypes.default_float()
@@ -226,6 +229,7 @@ def sinc(x: ArrayLike, /) -> Array:
     """The normalized sinc function sin(pi x) / (pi x), with sinc(0) = 1.
 
     >>> enp.sinc(enp.asarray([0.0, 0.5, 1.0]))
+    Array([ 1.0000000e+00,  6.3661975e-01, -2.7827534e-08], dtype=float32)
     """
     (x,) = promote_inexact("sinc", x)
     work = _work(x)
@@ -264,6 +268,7 @@ def rint(x: ArrayLike, /) -> Array:
     """x rounded to the nearest integer, ties to even; integers and bool become the default float, as in JAX.
 
     >>> enp.rint(enp.asarray([0.5, 1.5, -2.5]))
+    Array([ 0.,  2., -2.], dtype=float32)
     """
     (x,) = promote_inexact("rint", x)
     if dtypes.is_complex(x.dtype):
@@ -278,6 +283,7 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     numbers round both parts. bool is rejected, as by `jax.numpy.round`.
 
     >>> enp.round(enp.asarray([1.25, 2.5, -0.125]), 1)
+    Array([ 1.2,  2.5, -0.1], dtype=float32)
     """
     if out is not None:
         raise InvalidArgumentError("round: the `out` argument is not supported (ember arrays are immutable)")
@@ -327,6 +333,7 @@ def modf(x: ArrayLike, /) -> tuple[Array, Array]:
     """(fractional part, integral part), both with the sign of x; modf(inf) = (0, inf).
 
     >>> enp.modf(enp.asarray([3.5, -2.25]))
+    (Array([ 0.5 , -0.25], dtype=float32), Array([ 3., -2.], dtype=float32))
     """
     (x,) = _real_inexact("modf", x)
     whole = _trunc(x)
@@ -341,6 +348,7 @@ def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """|x1| with the sign bit of x2 (so -0.0 and negative NaNs count as negative).
 
     >>> enp.copysign(enp.asarray([1.0, -2.0]), -0.0)
+    Array([-1., -2.], dtype=float32)
     """
     x1, x2 = _real_inexact("copysign", x1, x2)
     return _copysign(x1, x2)
@@ -350,6 +358,7 @@ def nextafter(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The next representable floating-point value after x1 in the direction of x2.
 
     >>> enp.nextafter(enp.asarray([1.0]), 2.0)
+    Array([1.0000001], dtype=float32)
     """
     return ew.nextafter_p.bind(*_real_inexact("nextafter", x1, x2))
 
@@ -362,6 +371,7 @@ def spacing(x: ArrayLike, /) -> Array:
     positive for -0.0.
 
     >>> enp.spacing(enp.asarray([1.0, -1.0]))
+    Array([ 1.1920929e-07, -1.1920929e-07], dtype=float32)
     """
     (x,) = _real_inexact("spacing", x)
     inf = _const(x, np.inf)
@@ -403,6 +413,7 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     Exact for every value, subnormals included; 0, inf and NaN give (x, 0).
 
     >>> enp.frexp(enp.asarray([8.0, 0.3]))
+    (Array([0.5, 0.6], dtype=float32), Array([ 4, -1], dtype=int32))
     """
     (x,) = _real_inexact("frexp", x)
     return _frexp_mantissa(x), _frexp(x)[1]
@@ -419,6 +430,7 @@ def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 * 2**x2 for integer x2, exactly (one correct rounding into the subnormals, inf on overflow).
 
     >>> enp.ldexp(enp.asarray([1.0, 0.75]), enp.asarray([3, -1]))
+    Array([8.   , 0.375], dtype=float32)
     """
     (x,) = _real_inexact("ldexp", x1)
     (e,) = promote_args("ldexp", x2)
@@ -496,6 +508,7 @@ def fmod(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The C remainder: x1 - trunc(x1 / x2) * x2, with the sign of x1 (integer x % 0 gives 0).
 
     >>> enp.fmod(enp.asarray([7, -7]), 3)
+    Array([ 1, -1], dtype=int32)
     """
     x1, x2 = _numeric("fmod", x1, x2)
     _no_complex("fmod", x1)
@@ -508,6 +521,7 @@ def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The Heaviside step: 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0 (NaN stays NaN).
 
     >>> enp.heaviside(enp.asarray([-1.0, 0.0, 2.0]), 0.5)
+    Array([0. , 0.5, 1. ], dtype=float32)
     """
     x1, x2 = _real_inexact("heaviside", x1, x2)
     zero, one = _const(x1, 0), _const(x1, 1)
@@ -519,6 +533,7 @@ def sign(x: ArrayLike, /) -> Array:
     """-1, 0 or 1 by the sign of x (NaN for NaN); x / |x| for complex x, as NumPy 2.
 
     >>> enp.sign(enp.asarray([-2.0, 0.0, 3.0]))
+    Array([-1.,  0.,  1.], dtype=float32)
     """
     (x,) = promote_args("sign", x)
     if x.dtype == dtypes.bool_:
@@ -530,6 +545,7 @@ def square(x: ArrayLike, /) -> Array:
     """x * x, elementwise (bool becomes int32, as in JAX).
 
     >>> enp.square(enp.asarray([2, -3]))
+    Array([4, 9], dtype=int32)
     """
     return ew.square_p.bind(*_numeric("square", x))
 
@@ -538,6 +554,7 @@ def reciprocal(x: ArrayLike, /) -> Array:
     """1 / x in x's dtype; for integers the truncated quotient, as NumPy (1 // 0 gives 0 here).
 
     >>> enp.reciprocal(enp.asarray([2.0, 0.5]))
+    Array([0.5, 2. ], dtype=float32)
     """
     (x,) = _numeric("reciprocal", x)
     if dtypes.is_complex(x.dtype):
@@ -589,6 +606,7 @@ def gcd(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The greatest common divisor of |x1| and |x2| (gcd(0, 0) = 0), for integers.
 
     >>> enp.gcd(enp.asarray([12, 20]), 8)
+    Array([4, 4], dtype=int32)
     """
     x1, x2 = promote_args("gcd", x1, x2)
     _integers_only("gcd", x1)
@@ -599,6 +617,7 @@ def lcm(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The least common multiple of |x1| and |x2| (0 when either is 0), for integers.
 
     >>> enp.lcm(enp.asarray([4, 6]), 10)
+    Array([20, 30], dtype=int32)
     """
     x1, x2 = promote_args("lcm", x1, x2)
     _integers_only("lcm", x1)
@@ -614,6 +633,7 @@ def bitwise_count(x: ArrayLike, /) -> Array:
     """The number of 1 bits in |x|, as uint8.
 
     >>> enp.bitwise_count(enp.asarray([7, -8]))
+    Array([3, 1], dtype=uint8)
     """
     (x,) = promote_args("bitwise_count", x)
     if x.dtype == dtypes.bool_:
@@ -645,6 +665,7 @@ def iscomplex(x: ArrayLike, /) -> Array:
     """Whether the imaginary part is nonzero (False everywhere for real dtypes).
 
     >>> enp.iscomplex(enp.asarray([1 + 1j, 2 + 0j]))
+    Array([ True, False], dtype=bool)
     """
     (x,) = promote_args("iscomplex", x)
     if not dtypes.is_complex(x.dtype):
@@ -657,6 +678,7 @@ def isreal(x: ArrayLike, /) -> Array:
     """Whether the imaginary part is zero (True everywhere for real dtypes).
 
     >>> enp.isreal(enp.asarray([1 + 1j, 2 + 0j]))
+    Array([False,  True], dtype=bool)
     """
     (x,) = promote_args("isreal", x)
     if not dtypes.is_complex(x.dtype):
@@ -669,6 +691,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08
     """|a - b| <= atol + rtol * |b|, elementwise; infinities are close only to themselves.
 
     >>> enp.isclose(enp.asarray([1.0, 1.1]), 1.000001)
+    Array([ True, False], dtype=bool)
     """
     x, y = promote_inexact("isclose", a, b)
     wx, wy = _work(x), _work(y)
@@ -690,6 +713,7 @@ def angle(z: ArrayLike, deg: bool = False) -> Array:
     """The counterclockwise angle of z from the positive real axis, in radians (degrees with deg=True).
 
     >>> enp.angle(enp.asarray([1j, -1.0]))
+    Array([1.5707964, 3.1415927], dtype=float32)
     """
     (z,) = promote_inexact("angle", z)
     if dtypes.is_complex(z.dtype):
@@ -706,6 +730,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float 
     """NaN -> `nan`, +inf -> `posinf`, -inf -> `neginf` (defaults: 0 and the dtype's largest finite values).
 
     >>> enp.nan_to_num(enp.asarray([float("nan"), float("inf"), 1.0]))
+    Array([0.0000000e+00, 3.4028235e+38, 1.0000000e+00], dtype=float32)
     """
     del copy  # ember arrays are immutable
     (x,) = promote_args("nan_to_num", x)

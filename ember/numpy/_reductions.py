@@ -64,7 +64,8 @@ def _sum_like(op: str, prim, identity, a, axis, dtype, keepdims, initial, where_
 def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Sum of elements over `axis`.
 
-    >>> sum(asarray([[1, 2], [3, 4]]), axis=0)
+    >>> sum(enp.asarray([[1, 2], [3, 4]]), axis=0)
+    Array([4, 6], dtype=int32)
     """
     _no_out("sum", out)
     return _sum_like("sum", rd.reduce_sum_p, 0, a, axis, dtype, keepdims, initial, where)
@@ -73,7 +74,8 @@ def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = 
 def prod(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Product of elements over `axis`.
 
-    >>> prod(asarray([1.0, 2.0, 3.0]))
+    >>> enp.prod(enp.asarray([1.0, 2.0, 3.0]))
+    Array(6., dtype=float32)
     """
     _no_out("prod", out)
     return _sum_like("prod", rd.reduce_prod_p, 1, a, axis, dtype, keepdims, initial, where)
@@ -111,7 +113,8 @@ def _identity_of(prim, dtype):
 def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Maximum over `axis` (NaN propagates).
 
-    >>> max(asarray([1.0, 3.0, 2.0]))
+    >>> max(enp.asarray([1.0, 3.0, 2.0]))
+    Array(3., dtype=float32)
     """
     _no_out("max", out)
     return _extremum("max", rd.reduce_max_p, a, axis, keepdims, initial, where)
@@ -120,7 +123,8 @@ def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initi
 def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Minimum over `axis` (NaN propagates).
 
-    >>> min(asarray([1.0, 3.0, 2.0]))
+    >>> min(enp.asarray([1.0, 3.0, 2.0]))
+    Array(1., dtype=float32)
     """
     _no_out("min", out)
     return _extremum("min", rd.reduce_min_p, a, axis, keepdims, initial, where)
@@ -141,7 +145,8 @@ def _logical_reduce(op: str, prim, a, axis, keepdims, where_) -> Array:
 def all(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:
     """Whether every element over `axis` is true (nonzero).
 
-    >>> all(asarray([1, 0]))
+    >>> all(enp.asarray([1, 0]))
+    Array(False, dtype=bool)
     """
     _no_out("all", out)
     return _logical_reduce("all", rd.reduce_and_p, a, axis, keepdims, where)
@@ -150,7 +155,8 @@ def all(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, wh
 def any(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, where=None) -> Array:
     """Whether any element over `axis` is true (nonzero).
 
-    >>> any(asarray([1, 0]))
+    >>> any(enp.asarray([1, 0]))
+    Array(True, dtype=bool)
     """
     _no_out("any", out)
     return _logical_reduce("any", rd.reduce_or_p, a, axis, keepdims, where)
@@ -172,7 +178,8 @@ def _mean_dtype(x: Array, dtype):
 def mean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, where=None) -> Array:
     """Arithmetic mean over `axis` (integers average in the default float dtype).
 
-    >>> mean(asarray([1, 2, 3, 4]))
+    >>> enp.mean(enp.asarray([1, 2, 3, 4]))
+    Array(2.5, dtype=float32)
     """
     _no_out("mean", out)
     x = asarray(a)
@@ -188,7 +195,8 @@ def var(a: ArrayLike, axis: Axis = None, dtype=None, out=None, ddof: int = 0, ke
         where=None, correction=None) -> Array:  # fmt: skip
     """Variance over `axis` (mean of |x - mean|**2), divided by N - ddof.
 
-    >>> var(asarray([1.0, 2.0, 3.0, 4.0]))
+    >>> enp.var(enp.asarray([1.0, 2.0, 3.0, 4.0]))
+    Array(1.25, dtype=float32)
     """
     _no_out("var", out)
     if correction is not None:
@@ -216,7 +224,8 @@ def std(a: ArrayLike, axis: Axis = None, dtype=None, out=None, ddof: int = 0, ke
         where=None, correction=None) -> Array:  # fmt: skip
     """Standard deviation over `axis`: sqrt(var).
 
-    >>> std(asarray([1.0, 2.0, 3.0, 4.0]))
+    >>> enp.std(enp.asarray([1.0, 2.0, 3.0, 4.0]))
+    Array(1.118034, dtype=float32)
     """
     from ember.numpy._ufuncs import sqrt
 
@@ -247,7 +256,8 @@ def _empty_arg(op: str, x: Array):
 def argmax(a: ArrayLike, axis: int | None = None, out=None, keepdims: bool = False) -> Array:
     """Index of the first maximum (over the flattened array when axis is None).
 
-    >>> argmax(asarray([1.0, 3.0, 2.0]))
+    >>> enp.argmax(enp.asarray([1.0, 3.0, 2.0]))
+    Array(1, dtype=int32)
     """
     _no_out("argmax", out)
     return _arg("argmax", rd.argmax_p, a, axis, keepdims)
@@ -256,7 +266,8 @@ def argmax(a: ArrayLike, axis: int | None = None, out=None, keepdims: bool = Fal
 def argmin(a: ArrayLike, axis: int | None = None, out=None, keepdims: bool = False) -> Array:
     """Index of the first minimum (over the flattened array when axis is None).
 
-    >>> argmin(asarray([1.0, 3.0, 2.0]))
+    >>> enp.argmin(enp.asarray([1.0, 3.0, 2.0]))
+    Array(0, dtype=int32)
     """
     _no_out("argmin", out)
     return _arg("argmin", rd.argmin_p, a, axis, keepdims)
@@ -265,7 +276,8 @@ def argmin(a: ArrayLike, axis: int | None = None, out=None, keepdims: bool = Fal
 def nansum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
     """Sum treating NaN as zero.
 
-    >>> nansum(asarray([1.0, float("nan")]))
+    >>> enp.nansum(enp.asarray([1.0, float("nan")]))
+    Array(1., dtype=float32)
     """
     x = asarray(a)
     if dtypes.is_inexact(x.dtype):
@@ -276,7 +288,8 @@ def nansum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool
 def nanmean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, where=None) -> Array:
     """Mean ignoring NaNs (NaN where every element is NaN).
 
-    >>> nanmean(asarray([1.0, float("nan"), 3.0]))
+    >>> enp.nanmean(enp.asarray([1.0, float("nan"), 3.0]))
+    Array(2., dtype=float32)
     """
     x = asarray(a)
     if not dtypes.is_inexact(x.dtype):

@@ -18,7 +18,7 @@ from ember.numpy._core import ArrayLike, asarray, canonical_axes, promote_args
 def shape(a: ArrayLike) -> tuple[int, ...]:
     """The shape of `a`.
 
-    >>> shape([[1, 2, 3]])
+    >>> enp.shape([[1, 2, 3]])
     (1, 3)
     """
     return asarray(a).shape
@@ -27,7 +27,7 @@ def shape(a: ArrayLike) -> tuple[int, ...]:
 def ndim(a: ArrayLike) -> int:
     """The number of dimensions of `a`.
 
-    >>> ndim([[1, 2]])
+    >>> enp.ndim([[1, 2]])
     2
     """
     return asarray(a).ndim
@@ -36,7 +36,7 @@ def ndim(a: ArrayLike) -> int:
 def size(a: ArrayLike, axis: int | None = None) -> int:
     """The number of elements (along `axis`, if given).
 
-    >>> size([[1, 2, 3]])
+    >>> enp.size([[1, 2, 3]])
     3
     """
     x = asarray(a)
@@ -46,7 +46,7 @@ def size(a: ArrayLike, axis: int | None = None) -> int:
 def reshape(a: ArrayLike, shape: int | Sequence[int] = None, order: str = "C", *, newshape=None) -> Array:
     """Give `a` a new shape with the same number of elements; one dimension may be -1.
 
-    >>> reshape(arange(6), (2, -1)).shape
+    >>> enp.reshape(enp.arange(6), (2, -1)).shape
     (2, 3)
     """
     if shape is None:
@@ -87,7 +87,8 @@ def _resolve_shape(x: Array, new: tuple[int, ...]) -> tuple[int, ...]:
 def ravel(a: ArrayLike, order: str = "C") -> Array:
     """A 1-d array of all elements of `a`.
 
-    >>> ravel([[1, 2], [3, 4]])
+    >>> enp.ravel([[1, 2], [3, 4]])
+    Array([1, 2, 3, 4], dtype=int32)
     """
     return reshape(a, (-1,), order)
 
@@ -95,7 +96,7 @@ def ravel(a: ArrayLike, order: str = "C") -> Array:
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """Permute the axes of `a` (reverse them when `axes` is None).
 
-    >>> transpose(zeros((2, 3))).shape
+    >>> enp.transpose(enp.zeros((2, 3))).shape
     (3, 2)
     """
     x = asarray(a)
@@ -110,7 +111,7 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
 def permute_dims(a: ArrayLike, /, axes: Sequence[int]) -> Array:
     """Array API name for `transpose` with explicit axes.
 
-    >>> permute_dims(zeros((2, 3)), (1, 0)).shape
+    >>> enp.permute_dims(enp.zeros((2, 3)), (1, 0)).shape
     (3, 2)
     """
     return transpose(a, axes)
@@ -119,7 +120,7 @@ def permute_dims(a: ArrayLike, /, axes: Sequence[int]) -> Array:
 def matrix_transpose(x: ArrayLike, /) -> Array:
     """Swap the last two axes.
 
-    >>> matrix_transpose(zeros((4, 2, 3))).shape
+    >>> enp.matrix_transpose(enp.zeros((4, 2, 3))).shape
     (4, 3, 2)
     """
     x = asarray(x)
@@ -131,7 +132,7 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """Exchange two axes.
 
-    >>> swapaxes(zeros((2, 3, 4)), 0, 2).shape
+    >>> enp.swapaxes(enp.zeros((2, 3, 4)), 0, 2).shape
     (4, 3, 2)
     """
     x = asarray(a)
@@ -144,7 +145,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     """Move axes to new positions, keeping the order of the others.
 
-    >>> moveaxis(zeros((2, 3, 4)), 0, -1).shape
+    >>> enp.moveaxis(enp.zeros((2, 3, 4)), 0, -1).shape
     (3, 4, 2)
     """
     x = asarray(a)
@@ -163,7 +164,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
 def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     """Insert size-1 axes at the positions `axis` of the result.
 
-    >>> expand_dims(zeros(3), 0).shape
+    >>> enp.expand_dims(enp.zeros(3), 0).shape
     (1, 3)
     """
     x = asarray(a)
@@ -178,7 +179,7 @@ def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
 def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """Remove size-1 axes (all of them, or those in `axis`, which must have size 1).
 
-    >>> squeeze(zeros((1, 3, 1))).shape
+    >>> enp.squeeze(enp.zeros((1, 3, 1))).shape
     (3,)
     """
     x = asarray(a)
@@ -190,7 +191,7 @@ def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The shape NumPy's broadcasting gives `shapes`.
 
-    >>> broadcast_shapes((2, 1), (3,))
+    >>> enp.broadcast_shapes((2, 1), (3,))
     (2, 3)
     """
     return _broadcast_shapes("broadcast_shapes", *(tuple(s) for s in shapes))
@@ -199,7 +200,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 def broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
     """Broadcast `array` to `shape` by NumPy's rules.
 
-    >>> broadcast_to(asarray([1, 2]), (3, 2)).shape
+    >>> enp.broadcast_to(enp.asarray([1, 2]), (3, 2)).shape
     (3, 2)
     """
     x = asarray(array)
@@ -217,7 +218,7 @@ def broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
 def broadcast_arrays(*args: ArrayLike) -> list[Array]:
     """Broadcast all arguments to one shape.
 
-    >>> [a.shape for a in broadcast_arrays(zeros((2, 1)), zeros(3))]
+    >>> [a.shape for a in enp.broadcast_arrays(enp.zeros((2, 1)), enp.zeros(3))]
     [(2, 3), (2, 3)]
     """
     xs = [asarray(a) for a in args]
@@ -228,7 +229,7 @@ def broadcast_arrays(*args: ArrayLike) -> list[Array]:
 def atleast_1d(*arys: ArrayLike):
     """Each argument with at least one dimension.
 
-    >>> atleast_1d(1.0).shape
+    >>> enp.atleast_1d(1.0).shape
     (1,)
     """
     out = [asarray(a) if asarray(a).ndim >= 1 else reshape(a, (1,)) for a in arys]
@@ -238,7 +239,7 @@ def atleast_1d(*arys: ArrayLike):
 def atleast_2d(*arys: ArrayLike):
     """Each argument with at least two dimensions (new axes in front).
 
-    >>> atleast_2d([1.0, 2.0]).shape
+    >>> enp.atleast_2d([1.0, 2.0]).shape
     (1, 2)
     """
     out = []
@@ -251,7 +252,7 @@ def atleast_2d(*arys: ArrayLike):
 def atleast_3d(*arys: ArrayLike):
     """Each argument with at least three dimensions, as NumPy places the new axes.
 
-    >>> atleast_3d([1.0, 2.0]).shape
+    >>> enp.atleast_3d([1.0, 2.0]).shape
     (1, 2, 1)
     """
     out = []
@@ -270,7 +271,7 @@ def atleast_3d(*arys: ArrayLike):
 def concatenate(arrays: Sequence[ArrayLike], axis: int | None = 0, dtype=None) -> Array:
     """Join arrays along an existing axis (flattened first when axis is None).
 
-    >>> concatenate([zeros(2), ones(3)]).shape
+    >>> enp.concatenate([enp.zeros(2), enp.ones(3)]).shape
     (5,)
     """
     if isinstance(arrays, Array):
@@ -297,7 +298,7 @@ concat = concatenate
 def stack(arrays: Sequence[ArrayLike], axis: int = 0, dtype=None) -> Array:
     """Join arrays of one shape along a new axis.
 
-    >>> stack([zeros(2), ones(2)]).shape
+    >>> enp.stack([enp.zeros(2), enp.ones(2)]).shape
     (2, 2)
     """
     if isinstance(arrays, Array):
@@ -314,7 +315,7 @@ def stack(arrays: Sequence[ArrayLike], axis: int = 0, dtype=None) -> Array:
 def hstack(tup: Sequence[ArrayLike], dtype=None) -> Array:
     """Stack horizontally (along axis 1; axis 0 for 1-d arrays).
 
-    >>> hstack([zeros(2), ones(3)]).shape
+    >>> enp.hstack([enp.zeros(2), enp.ones(3)]).shape
     (5,)
     """
     xs = atleast_1d(*tup) if len(tup) > 1 else [atleast_1d(*tup)]
@@ -324,7 +325,7 @@ def hstack(tup: Sequence[ArrayLike], dtype=None) -> Array:
 def vstack(tup: Sequence[ArrayLike], dtype=None) -> Array:
     """Stack vertically (along axis 0, after making arrays at least 2-d).
 
-    >>> vstack([zeros(2), ones(2)]).shape
+    >>> enp.vstack([enp.zeros(2), enp.ones(2)]).shape
     (2, 2)
     """
     xs = atleast_2d(*tup) if len(tup) > 1 else [atleast_2d(*tup)]
@@ -334,7 +335,7 @@ def vstack(tup: Sequence[ArrayLike], dtype=None) -> Array:
 def dstack(tup: Sequence[ArrayLike], dtype=None) -> Array:
     """Stack along the third axis (after making arrays at least 3-d).
 
-    >>> dstack([zeros(2), ones(2)]).shape
+    >>> enp.dstack([enp.zeros(2), enp.ones(2)]).shape
     (1, 2, 2)
     """
     xs = atleast_3d(*tup) if len(tup) > 1 else [atleast_3d(*tup)]
@@ -344,7 +345,7 @@ def dstack(tup: Sequence[ArrayLike], dtype=None) -> Array:
 def column_stack(tup: Sequence[ArrayLike]) -> Array:
     """Stack 1-d arrays as columns of a 2-d array.
 
-    >>> column_stack([zeros(2), ones(2)]).shape
+    >>> enp.column_stack([enp.zeros(2), enp.ones(2)]).shape
     (2, 2)
     """
     xs = [asarray(a) for a in tup]
@@ -354,7 +355,7 @@ def column_stack(tup: Sequence[ArrayLike]) -> Array:
 def split(ary: ArrayLike, indices_or_sections, axis: int = 0) -> list[Array]:
     """Split into equal sections (an error when they are not equal) or at the given indices.
 
-    >>> [p.shape for p in split(arange(6), 3)]
+    >>> [p.shape for p in enp.split(enp.arange(6), 3)]
     [(2,), (2,), (2,)]
     """
     x = asarray(ary)
@@ -370,7 +371,7 @@ def split(ary: ArrayLike, indices_or_sections, axis: int = 0) -> list[Array]:
 def array_split(ary: ArrayLike, indices_or_sections, axis: int = 0) -> list[Array]:
     """Split into sections (the first ones one longer when unequal) or at the given indices.
 
-    >>> [p.shape for p in array_split(arange(5), 2)]
+    >>> [p.shape for p in enp.array_split(enp.arange(5), 2)]
     [(3,), (2,)]
     """
     x = asarray(ary)
@@ -404,7 +405,7 @@ def _split_at(name: str, axis: int):
 
     fn.__name__ = fn.__qualname__ = name
     what = "axis 1 (axis 0 for 1-d arrays)" if name == "hsplit" else f"axis {axis}"
-    fn.__doc__ = (f"`split` along {what}.\n\n    >>> [p.shape for p in {name}(zeros((4, 4, 4)), 2)]\n"
+    fn.__doc__ = (f"`split` along {what}.\n\n    >>> [p.shape for p in enp.{name}(enp.zeros((4, 4, 4)), 2)]\n"
                   f"    {[tuple(2 if i == axis else 4 for i in range(3))] * 2}\n")
     return fn
 
@@ -434,7 +435,7 @@ def pad(array: ArrayLike, pad_width, mode: str = "constant", constant_values=0) 
     Returns:
       The padded array, of the dtype of `array`.
 
-    >>> pad(asarray([1, 2, 3]), (1, 2), mode="reflect").tolist()
+    >>> enp.pad(enp.asarray([1, 2, 3]), (1, 2), mode="reflect").tolist()
     [2, 1, 2, 3, 2, 1]
     """
     x = asarray(array)

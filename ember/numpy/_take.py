@@ -37,7 +37,8 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out=None, mo
     Out-of-bounds indices follow JAX: mode="fill" (the default) returns `fill_value`
     (NaN for inexact dtypes), "clip" clamps, "wrap" wraps around.
 
-    >>> take(asarray([10, 20, 30]), asarray([2, 0]))
+    >>> enp.take(enp.asarray([10, 20, 30]), enp.asarray([2, 0]))
+    Array([30, 10], dtype=int32)
     """
     if out is not None:
         raise InvalidArgumentError("take: ember arrays are immutable, so out= is not supported; use the return value")
@@ -79,7 +80,8 @@ def _along_axis_index(op: str, arr: Array, indices: Array, axis: int) -> tuple[t
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: str | None = None, fill_value=None) -> Array:
     """Pick values from `arr` by matching 1-d index slices along `axis` (NumPy's rule).
 
-    >>> take_along_axis(asarray([[10, 30, 20]]), asarray([[0, 2]]), axis=1)
+    >>> enp.take_along_axis(enp.asarray([[10, 30, 20]]), enp.asarray([[0, 2]]), axis=1)
+    Array([[10, 20]], dtype=int32)
     """
     x, idx = asarray(arr), asarray(indices)
     if axis is None:
@@ -97,7 +99,8 @@ def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: 
                    *, mode: str | None = None) -> Array:  # fmt: skip
     """A copy of `arr` with `values` written at `indices` along `axis` (pass inplace=False, as in JAX).
 
-    >>> put_along_axis(zeros((1, 3)), asarray([[2]]), 5.0, axis=1, inplace=False)
+    >>> enp.put_along_axis(enp.zeros((1, 3)), enp.asarray([[2]]), 5.0, axis=1, inplace=False)
+    Array([[0., 0., 5.]], dtype=float32)
     """
     if inplace:
         raise InvalidArgumentError("put_along_axis: ember arrays are immutable; pass inplace=False and use the result")
@@ -128,7 +131,8 @@ def nonzero(a: ArrayLike, *, size: int | None = None, fill_value=None) -> tuple[
     With `size=`, the result has exactly that length (padded with `fill_value`, default 0,
     or truncated), which is what a traced input needs.
 
-    >>> nonzero(asarray([0, 3, 0, 4]))
+    >>> enp.nonzero(enp.asarray([0, 3, 0, 4]))
+    (Array([1, 3], dtype=int32),)
     """
     x = asarray(a)
     if x.ndim == 0:
@@ -171,7 +175,8 @@ def _running_count_of(counts: Array) -> Array:
 def flatnonzero(a: ArrayLike, *, size: int | None = None, fill_value=None) -> Array:
     """Indices of the nonzero elements of the flattened array.
 
-    >>> flatnonzero(asarray([[0, 1], [2, 0]]))
+    >>> enp.flatnonzero(enp.asarray([[0, 1], [2, 0]]))
+    Array([1, 2], dtype=int32)
     """
     x = asarray(a)
     return nonzero(lax.reshape(x, (x.size,)), size=size, fill_value=fill_value)[0]
@@ -180,7 +185,9 @@ def flatnonzero(a: ArrayLike, *, size: int | None = None, fill_value=None) -> Ar
 def argwhere(a: ArrayLike, *, size: int | None = None, fill_value=None) -> Array:
     """Coordinates of the nonzero elements, one row each: shape (count, ndim).
 
-    >>> argwhere(asarray([[0, 1], [2, 0]]))
+    >>> enp.argwhere(enp.asarray([[0, 1], [2, 0]]))
+    Array([[0, 1],
+           [1, 0]], dtype=int32)
     """
     from ember.numpy._shape import stack
 
@@ -197,7 +204,8 @@ def argwhere(a: ArrayLike, *, size: int | None = None, fill_value=None) -> Array
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """The `offset` diagonal of the (axis1, axis2) planes, as the last axis of the result.
 
-    >>> diagonal(arange(9).reshape(3, 3))
+    >>> enp.diagonal(enp.arange(9).reshape(3, 3))
+    Array([0, 4, 8], dtype=int32)
     """
     from ember.numpy._shape import moveaxis
 
@@ -221,7 +229,8 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None) -> Array:
     """Sum along the `offset` diagonal of the (axis1, axis2) planes.
 
-    >>> trace(eye(3))
+    >>> enp.trace(enp.eye(3))
+    Array(3., dtype=float32)
     """
     from ember.numpy._reductions import sum as _sum
 
@@ -231,7 +240,8 @@ def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=N
 def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """Reverse the order of elements along `axis` (all axes when None).
 
-    >>> flip(arange(3))
+    >>> enp.flip(enp.arange(3))
+    Array([2, 1, 0], dtype=int32)
     """
     from ember.numpy._core import canonical_axes
 
@@ -242,7 +252,9 @@ def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
 def fliplr(m: ArrayLike) -> Array:
     """Reverse along axis 1.
 
-    >>> fliplr(eye(2))
+    >>> enp.fliplr(enp.eye(2))
+    Array([[0., 1.],
+           [1., 0.]], dtype=float32)
     """
     return flip(m, 1)
 
@@ -250,7 +262,8 @@ def fliplr(m: ArrayLike) -> Array:
 def flipud(m: ArrayLike) -> Array:
     """Reverse along axis 0.
 
-    >>> flipud(arange(3))
+    >>> enp.flipud(enp.arange(3))
+    Array([2, 1, 0], dtype=int32)
     """
     return flip(m, 0)
 
@@ -258,7 +271,8 @@ def flipud(m: ArrayLike) -> Array:
 def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[int] | None = None) -> Array:
     """Shift elements cyclically along `axis` (the flattened array when None); shifts may be traced.
 
-    >>> roll(arange(5), 2)
+    >>> enp.roll(enp.arange(5), 2)
+    Array([3, 4, 0, 1, 2], dtype=int32)
     """
     x = asarray(a)
     if axis is None:
@@ -285,7 +299,8 @@ def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[in
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *, total_repeat_length: int | None = None) -> Array:
     """Repeat each element `repeats` times along `axis` (flattened when None).
 
-    >>> repeat(asarray([1, 2]), 2)
+    >>> enp.repeat(enp.asarray([1, 2]), 2)
+    Array([1, 1, 2, 2], dtype=int32)
     """
     x = asarray(a)
     if axis is None:
@@ -319,7 +334,8 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *, total_r
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """Repeat the whole array `reps` times per axis.
 
-    >>> tile(asarray([1, 2]), 2)
+    >>> enp.tile(enp.asarray([1, 2]), 2)
+    Array([1, 2, 1, 2], dtype=int32)
     """
     x = asarray(A)
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)

@@ -344,7 +344,7 @@ def custom_lin(res: Sequence[Array], tangents: Sequence[Any], bwd: Callable, out
     """The output tangents of a custom_vjp call with residuals `res`: `custom_lin_p` applied to the
     nonzero input `tangents` (Zero where an output is integer or nothing flows in).
 
-    >>> custom_lin(res, tangents, bwd, outs)  # inside JVPTrace.process_custom_vjp_call
+    JVPTrace.process_custom_vjp_call calls it: ``custom_lin(res, tangents, bwd, outs)``.
     """
     which = tuple(i for i, t in enumerate(tangents) if type(t) is not Zero)
     lin_out = tuple(i for i, o in enumerate(outs) if dtypes.is_inexact(o.dtype))

@@ -534,6 +534,12 @@ class Jitted:
         """The optimized program and generated source for these arguments (traced if not cached).
 
         >>> print(ember.jit(lambda x: x * 2.0 + 1.0).lower(enp.ones(3)).source)
+        _l0 = np.float32(2.0)
+        _l1 = np.float32(1.0)
+        def program(a):
+            b = ops.mul(a, _l0)
+            c = np.add(b, _l1, out=b)
+            return [c]
         """
         return Lowered(self._lookup(args, kwargs)[0], self._donated_leaves(args) if self.donate_argnums else ())
 
@@ -623,8 +629,13 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
 def disable_jit(disable: bool = True) -> Iterator[None]:
     """Run jitted functions as plain Python inside the block (for print debugging and pdb).
 
+    >>> @ember.jit
+    ... def f(x):
+    ...     print(type(x).__name__, x.tolist())  # under jit, x is a tracer: .tolist() would raise
+    ...     return x * 2
     >>> with ember.disable_jit():
-    ...     f(x)      # f's Python runs on concrete arrays
+    ...     y = f(enp.ones(2))
+    Array [1.0, 1.0]
     """
     with config._temporarily("disable_jit", bool(disable)):
         yield
