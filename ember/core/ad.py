@@ -108,7 +108,7 @@ def unbroadcast(ct: Any, aval: ShapedArray) -> Any:
 
 
 def _output_tangent(total: Any, ans: Any) -> Any:
-    if total is None:
+    if total is None or type(total) is Zero:
         return Zero(ans.aval)
     if total.shape != ans.shape:
         total = broadcast_to(total, ans.shape)
@@ -118,7 +118,9 @@ def _output_tangent(total: Any, ans: Any) -> Any:
 def defjvp(primitive: Primitive, *rules: Callable[..., Any] | None) -> None:
     """Set `primitive`'s jvp from one rule per operand: ``rule(t, ans, *primals, **params)`` gives
     that operand's contribution to the output tangent (None: the operand is not differentiable).
-    Contributions are summed and broadcast to the output."""
+    Contributions are summed and broadcast to the output. A rule whose derivative is zero by
+    definition returns a symbolic `Zero`, so that no later rule multiplies a real zero by an
+    infinite derivative (0 * inf = NaN where the math has 0)."""
 
     def jvp(primals, tangents, **params):
         ans = primitive.bind(*primals, **params)

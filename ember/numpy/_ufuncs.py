@@ -215,7 +215,9 @@ def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         r = ew.rem_p.bind(x1, x2)
         adjust = bw.and_p.bind(bw.ne_p.bind(r, _zero(r)), bw.ne_p.bind(bw.lt_p.bind(r, _zero(r)), bw.lt_p.bind(x2, _zero(x2))))
         return ew.sub_p.bind(q, convert(adjust, q.dtype))
-    return _float_divmod(x1, x2)[0]
+    # The quotient is piecewise constant: its tangent is a symbolic zero (as JAX's, which ends in
+    # round), not the real zeros its select of x1 / x2 would carry into rules with infinite slopes.
+    return ew.stop_gradient_p.bind(_float_divmod(x1, x2)[0])
 
 
 def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:

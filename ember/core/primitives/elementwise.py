@@ -256,7 +256,8 @@ def _sign_jvp(t, ans, x):
     # Real sign is piecewise constant. Complex sign(z) = z / |z| moves along the unit circle:
     # d sign = (t - s Re(conj(s) t)) / |z| (0 at z = 0).
     if not dtypes.is_complex(x.dtype):
-        return _mul(t, _const(x, 0))
+        return Zero(ans.aval)
+
     def as_complex(r):
         return convert_element_type_p.bind(r, new_dtype=x.dtype, weak_type=False)
 
@@ -382,7 +383,7 @@ complex_p.transpose = lambda ct, x, y: [unbroadcast(real_p.bind(ct), x.aval) if 
 
 def _integer_pow_jvp(t, ans, x, *, y):
     if y == 0:
-        return _mul(t, _const(x, 0))
+        return Zero(ans.aval)
     return _mul(t, _mul(_const(x, y), x if y == 2 else integer_pow_p.bind(x, y=y - 1)))
 
 

