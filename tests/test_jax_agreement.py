@@ -78,3 +78,43 @@ def test_a_real_infinite_derivative_is_still_inf():
     # Symbolic zeros change nothing where a tangent is really nonzero: sqrt'(0) * 1 = inf.
     _, t = _quiet(lambda: ember.jvp(lambda x: enp.sqrt(x - 1.0) * enp.floor(x), (1.0,), (1.0,)))
     assert float(t) == np.inf
+
+
+# --- float -> integer casts ------------------------------------------------------------------------
+# JAX's (XLA's) rule: round toward zero, then saturate at the integer type's bounds; NaN -> 0,
+# +inf -> max, -inf -> min. ember applies it in the convert_element_type kernel, on every backend.
+
+FLOATS = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32), np.dtype(np.float64)]
+INTS = [np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)]
+EDGES = [np.nan, np.inf, -np.inf, -0.0, 0.0, -1.2, -0.7, 0.7, 1.5, 127.5, 128.0, -128.5, -129.0, 255.5, 256.0,
+         32767.9, 65504.0, -65504.0, 2.0**31, -(2.0**31) - 4096, 3e9, -3e9, 2.0**63, 1e19, 2.0**64, -1e19, 3e38]  # fmt: skip
+
+
+def _saturating_cast(value: float, dtype: np.dtype) -> int:
+    """JAX's float -> int rule, on one Python float (already rounded to the source dtype)."""
+    info = np.iinfo(dtype)
+    if np.isnan(value):
+        return 0
+    if np.isinf(value):
+        return info.max if value > 0 else info.min
+    return min(max(int(value), info.min), info.max)  # int() truncates toward zero, exactly
+
+
+@pytest.mark.parametrize("src", FLOATS, ids=str)
+@pytest.mark.parametrize("dst", INTS, ids=str)
+def test_float_to_int_saturates(src, dst):
+    with ember.config.x64(True), np.errstate(all="ignore"):
+        x = np.array(EDGES, np.float64).astype(src)  # values the source type cannot hold become inf
+        want = np.array([_saturating_cast(float(v), dst) for v in x.astype(np.float64)], dst)
+        for got in (enp.asarray(x).astype(dst), lax.convert_element_type(enp.asarray(x), dst),
+                    ember.jit(lambda a: a.astype(dst))(enp.asarray(x))):  # fmt: skip
+            assert got.dtype == dst
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{src} -> {dst}")
+
+
+def test_float_to_int_scalar_and_complex():
+    assert int(enp.asarray(-1.2).astype("uint8")) == 0  # C's wrap-around gave 255
+    assert int(enp.asarray(300.0).astype("uint8")) == 255
+    z = enp.asarray(np.array([np.nan + 1j, -1.2 + 3j, 300 + 0j], np.complex64))
+    assert np.asarray(z.astype("uint8")).tolist() == [0, 0, 255]  # the real part, then the same rule
+    assert np.asarray(enp.asarray([np.nan, 0.0, -0.0, 0.1]).astype(bool)).tolist() == [True, False, False, True]

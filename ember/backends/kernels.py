@@ -227,10 +227,27 @@ def convert(xp, x, dtype):
         x = xp.real(x)
     if dtype == np.bool_:
         return x != 0
-    if dtype.kind in "iu" and x.dtype.kind == "f" or x.dtype in _LOW_PRECISION and dtype.kind in "iu":
-        with np.errstate(invalid="ignore", over="ignore"):
-            return x.astype(dtype)
+    if dtype.kind in "iu" and (x.dtype.kind == "f" or x.dtype in _LOW_PRECISION):
+        return _float_to_int(xp, x, dtype)
     return x.astype(dtype)
+
+
+def _float_to_int(xp, x, dtype):
+    """Float to integer as JAX (XLA) converts: toward zero, saturating at the integer type's bounds
+    (-inf and values below to the minimum, +inf and values above to the maximum), NaN to 0. A C cast
+    is undefined out of range (NumPy wraps: -1.2 -> uint8 gave 255), so the bounds are applied here,
+    the same on every backend."""
+    if x.dtype in _LOW_PRECISION:
+        x = x.astype(np.float32)  # exact, and float32 holds every bound below as a power of two
+    info = np.iinfo(dtype)
+    lo, hi = xp.asarray(float(info.min), x.dtype), xp.asarray(float(info.max) + 1.0, x.dtype)
+    inside = (x >= lo) & (x < hi)  # False for NaN
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = x.astype(dtype)
+    if bool(inside.all()):
+        return out
+    zero, low, high = dtype.type(0), dtype.type(info.min), dtype.type(info.max)
+    return xp.where(inside, out, xp.where(x > 0, high, xp.where(x < 0, low, zero)))
 
 
 def bitcast(xp, x, dtype):
@@ -319,6 +336,7 @@ def _special(xp: ModuleType) -> dict[str, Any]:
         "zeta": lambda s, q: special.zeta(xp, s, q),
         "igamma": lambda a, x: special.igamma(xp, a, x),
         "igammac": lambda a, x: special.igammac(xp, a, x),
+        "random_gamma_grad": lambda a, x: special.random_gamma_grad(xp, a, x),
     }
 
 
