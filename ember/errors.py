@@ -17,7 +17,9 @@ __all__ = [
     "DTypeError",
     "DeletedArrayError",
     "EmberError",
+    "EmberIndexError",
     "EmberOverflowError",
+    "ImmutableArrayError",
     "InvalidArgumentError",
     "NaNError",
     "ShapeError",
@@ -41,6 +43,17 @@ class DTypeError(EmberError, TypeError):
 
 class EmberOverflowError(EmberError, OverflowError):
     """A Python integer does not fit the dtype it must be converted to."""
+
+
+class EmberIndexError(EmberError, IndexError):
+    """An index is out of bounds for the array's shape, or is not a valid index (an ``IndexError``,
+    as in NumPy). ``x.at[idx].get(mode="clip")`` or ``mode="fill"`` reads out-of-bounds positions
+    without raising."""
+
+
+class ImmutableArrayError(EmberError, TypeError):
+    """Item assignment on an ember array (``x[idx] = y``), which is immutable: write
+    ``x = x.at[idx].set(y)`` instead (a ``TypeError``, as for any object without item assignment)."""
 
 
 class ConcretizationError(EmberError, TypeError):

@@ -279,6 +279,18 @@ CASES = [
     case("bool-of-vector", lambda: bool(f32(2)), ValueError, "(2,)", "ambiguous"),
     case("item-of-vector", lambda: f32(3).item(), ValueError, "item", "(3,)"),
     case("index-of-float", lambda: [1, 2][enp.asarray(1.0)], TypeError, "float32"),
+    case("index-out-of-bounds", lambda: f32(2, 3)[5], IndexError, "index 5", "axis 0", "size 2", "(2, 3)", ".at[idx].get"),
+    case("index-out-of-bounds-negative", lambda: f32(2, 3)[:, -4], IndexError, "index -4", "axis 1", "(2, 3)",
+         "-3 to 2"),
+    case("index-array-out-of-bounds", lambda: f32(2, 3)[enp.asarray([0, 7])], IndexError, "index 7", "(2, 3)",
+         "mode='fill'"),
+    case("too-many-indices", lambda: f32(2, 3)[0, 0, 0], IndexError, "too many indices", "(2, 3)"),
+    case("index-with-string", lambda: f32(2, 3)["a"], IndexError, "unsupported index", "(2, 3)"),
+    case("index-in-dim-out-of-bounds", lambda: lax.index_in_dim(f32(2, 3), 4, axis=1), IndexError, "index_in_dim",
+         "(2, 3)"),
+    case("setitem", lambda: f32(2, 3).__setitem__(0, 1.0), TypeError, "immutable", "(2, 3)", "x.at[idx].set(y)"),
+    case("setitem-under-jit", lambda: ember.jit(lambda x: x.__setitem__(0, 1.0))(f32(2)), TypeError, "immutable",
+         "x.at[idx].set(y)"),
     case("len-of-0d", lambda: len(enp.asarray(1.0)), TypeError, "0-d"),
     case("iter-of-0d", lambda: iter(enp.asarray(1.0)), TypeError, "0-d"),
 ]
@@ -350,7 +362,8 @@ def test_empty_max_says_to_pass_initial():
     "cls, builtin",
     [(errors.ShapeError, ValueError), (errors.DTypeError, TypeError), (errors.InvalidArgumentError, ValueError),
      (errors.EmberOverflowError, OverflowError), (errors.ConcretizationError, TypeError),
-     (errors.TracerLeakError, RuntimeError)],
+     (errors.TracerLeakError, RuntimeError), (errors.EmberIndexError, IndexError),
+     (errors.ImmutableArrayError, TypeError)],
 )
 def test_hierarchy(cls, builtin):
     assert issubclass(cls, EmberError) and issubclass(cls, builtin)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.errors import DeletedArrayError, DTypeError, InvalidArgumentError, ShapeError
+from ember.errors import DeletedArrayError, DTypeError, ImmutableArrayError, InvalidArgumentError, ShapeError
 
 __all__ = ["CPU", "Array", "Device", "wrap"]
 
@@ -217,8 +217,9 @@ class Array:
     __hash__ = None  # arrays are mutable-looking values in NumPy; like JAX, they are unhashable
 
     def __setitem__(self, index, value):
-        raise TypeError(
-            "ember arrays are immutable: instead of x[idx] = y, use x = x.at[idx].set(y)"
+        raise ImmutableArrayError(
+            f"ember arrays are immutable, so an array of shape {self.shape} and dtype {self.dtype} does not support "
+            "item assignment: instead of x[idx] = y, write x = x.at[idx].set(y) (or .add, .multiply, .min, .max)"
         )
 
     def __reduce__(self):

@@ -8,6 +8,7 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import indexing as ix
 from ember.core.primitives._rules import normalize_axis
+from ember.errors import EmberIndexError
 from ember.lax._convert import convert, operands
 from ember.lax._structural import ArrayLike, reshape, squeeze
 from ember.lax._structural import slice_in_dim as _static_slice_in_dim
@@ -165,7 +166,8 @@ def index_in_dim(operand: ArrayLike, index: int, axis: int = 0, keepdims: bool =
     axis = normalize_axis("index_in_dim", axis, x.ndim)
     n = x.shape[axis]
     if not -n <= index < n:
-        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with size {n}")
+        raise EmberIndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with size {n} (operand shape "
+                              f"{x.shape}); use lax.dynamic_index_in_dim, which clamps, for indices that may fall outside")
     index %= n
     out = _static_slice_in_dim(x, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))

@@ -17,7 +17,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array, from_host
 from ember.core.primitives import indexing as ix
-from ember.errors import ConcretizationError, DTypeError, ShapeError
+from ember.errors import ConcretizationError, DTypeError, EmberIndexError, ShapeError
 from ember.lax._convert import convert
 
 
@@ -42,7 +42,7 @@ def _as_index_array(item, x: Array) -> Array | list[Array]:
             ) from None
         return [from_host(i.astype(np.int64 if dtypes.x64_enabled() else np.int32)) for i in np.nonzero(mask)]
     if not dtypes.is_integer(arr.dtype):
-        raise IndexError(f"arrays used as indices must be of integer or boolean type, got {arr.dtype} (indexing shape {x.shape})")
+        raise EmberIndexError(f"arrays used as indices must be of integer or boolean type, got {arr.dtype} (indexing shape {x.shape})")
     return arr
 
 
@@ -62,20 +62,21 @@ def _normalize(index, x: Array, ints_as_arrays: bool) -> list:
         elif _static_int(item) is not None:
             items.append(_static_int(item))
         elif _is_bool_scalar(item):
-            raise IndexError("a scalar boolean index is not supported; index with ints, slices, arrays, None or ...")
+            raise EmberIndexError("a scalar boolean index is not supported; index with ints, slices, arrays, None or ...")
         elif isinstance(item, (Array, np.ndarray, list, tuple)):
             converted = _as_index_array(item, x)
             items.extend(converted if isinstance(converted, list) else [converted])
         elif isinstance(item, float):
             raise DTypeError(f"array indices must be integers, got float {item!r} (indexing shape {x.shape})")
         else:
-            raise IndexError(f"unsupported index {item!r} of type {type(item).__name__} (indexing shape {x.shape})")
+            raise EmberIndexError(f"unsupported index {item!r} of type {type(item).__name__} (indexing shape {x.shape})")
     ellipses = sum(item is Ellipsis for item in items)
     if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise EmberIndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(item is not None and item is not Ellipsis for item in items)
     if consumed > x.ndim:
-        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {consumed} were indexed")
+        raise EmberIndexError(f"too many indices for array: array is {x.ndim}-dimensional (shape {x.shape}), but {consumed} were "
+                              "indexed")
     if ellipses:
         at = items.index(Ellipsis)
         items[at : at + 1] = [slice(None)] * (x.ndim - consumed)
@@ -106,6 +107,12 @@ def getitem(x: Array, index, mode=None, fill_value=None, ints_as_arrays: bool = 
     return _advanced(y, advanced, ix.GatherScatterMode.parse(mode), fill_value)
 
 
+def _out_of_bounds(index: int, axis: int, size: int, shape: tuple[int, ...]) -> str:
+    return (f"index {index} is out of bounds for axis {axis} with size {size} (indexing an array of shape {shape}; "
+            f"valid indices are {-size} to {size - 1}); to read out-of-bounds positions without an error, use "
+            "x.at[idx].get(mode='clip') or x.at[idx].get(mode='fill', fill_value=...)")
+
+
 def _basic(x: Array, items: list) -> Array:
     start, limit, strides = [], [], []
     reversed_dims, squeezed, new_axes = [], [], []
@@ -118,7 +125,7 @@ def _basic(x: Array, items: list) -> Array:
         size = x.shape[dim]
         if isinstance(item, int):
             if not -size <= item < size:
-                raise IndexError(f"index {item} is out of bounds for axis {dim} with size {size}")
+                raise EmberIndexError(_out_of_bounds(item, dim, size, x.shape))
             item %= size
             start.append(item)
             limit.append(item + 1)
@@ -162,7 +169,7 @@ def _advanced(y: Array, advanced: list[tuple[int, Array]], mode: str, fill_value
             values = np.asarray(idx)
             if values.size and (values.min() < -n or values.max() >= n):
                 bad = values[(values < -n) | (values >= n)].ravel()[0]
-                raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+                raise EmberIndexError(_out_of_bounds(bad, axis, n, y.shape))
         normalized.append(lax.select(lax.lt(idx, lax.full(idx.shape, 0, idx.dtype)), idx + n, idx))
     batch_shape = normalized[0].shape
     rest = [a for a in range(y.ndim) if a not in axes]
@@ -170,7 +177,7 @@ def _advanced(y: Array, advanced: list[tuple[int, Array]], mode: str, fill_value
     first = sum(1 for a in rest if a < axes[0]) if adjacent else 0
     if any(y.shape[a] == 0 for a in axes):  # nothing to gather from: only empty index arrays are valid
         if normalized[0].size:
-            raise IndexError(f"cannot take elements from an empty axis (indexing shape {y.shape})")
+            raise EmberIndexError(f"cannot take elements from an empty axis (indexing shape {y.shape})")
         rest_shape = [y.shape[a] for a in rest]
         return lax.full(tuple(rest_shape[:first]) + batch_shape + tuple(rest_shape[first:]), 0, y.dtype)
     indices = stack(normalized, axis=-1)

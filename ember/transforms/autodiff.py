@@ -24,6 +24,7 @@ from ember.core.primitive import new_trace
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.core.staging import StagingTrace
 from ember.errors import ArgumentTypeError, DTypeError, ShapeError
+from ember.transforms._args import as_leaf_array
 from ember.transforms.jvp import jvp_flat
 from ember.transforms.linearize import Linearized, backward_pass, linearize_flat
 
@@ -31,7 +32,7 @@ __all__ = ["grad", "jvp", "linear_transpose", "linearize", "value_and_grad", "vj
 
 
 def _as_arrays(leaves: Sequence[Any], op: str) -> list[Array]:
-    return [x if isinstance(x, Array) else from_host(x, op) for x in leaves]
+    return [x if isinstance(x, Array) else as_leaf_array(x, op) for x in leaves]
 
 
 def _flat_fn(fn: Callable, in_tree, op: str, has_aux: bool = False):

@@ -33,6 +33,7 @@ from ember.core.array import Array, from_host
 from ember.core.primitive import Primitive, custom_jvp_call, custom_vjp_call
 from ember.core.pytree import tree_flatten, tree_map, tree_unflatten
 from ember.errors import ArgumentTypeError, TransformError
+from ember.transforms._args import as_leaf_array
 
 __all__ = ["custom_jvp", "custom_lin", "custom_lin_p", "custom_vjp"]
 
@@ -87,7 +88,7 @@ def _merge(args: tuple, nondiff_argnums: tuple[int, ...], diff: Sequence) -> tup
 
 def _arrays(leaves: Sequence[Any], name: str, what: str) -> list[Array]:
     try:
-        return [x if isinstance(x, Array) else from_host(x, name) for x in leaves]
+        return [x if isinstance(x, Array) else as_leaf_array(x, name) for x in leaves]
     except TypeError as err:
         raise ArgumentTypeError(f"{name}: {what} must be arrays (or pytrees of arrays): {err}") from None
 

@@ -40,6 +40,7 @@ from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_unflatten
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
 from ember.errors import ArgumentTypeError, InvalidArgumentError
+from ember.transforms._args import is_array_like, not_an_array
 from ember.transforms.vmap import BatchTracer, vmap
 
 __all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir"]
@@ -134,6 +135,8 @@ def _as_array(x: Any, what: str, op: str) -> Array:
     try:
         return from_host(x, op)
     except Exception as err:
+        if not is_array_like(x):
+            raise not_an_array(x, op, what) from None
         raise ArgumentTypeError(
             f"{op}: {what} is a {type(x).__name__}, which is not an array; pass arrays (or pytrees of arrays) "
             "to a jitted function, or mark the argument static with static_argnums / static_argnames"

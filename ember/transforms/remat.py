@@ -24,10 +24,11 @@ from typing import Any
 
 from ember.core import dtypes
 from ember.core.ad import Zero, instantiate
-from ember.core.array import Array, from_host
+from ember.core.array import Array
 from ember.core.primitive import Primitive, custom_jvp_call
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import ArgumentTypeError, InvalidArgumentError
+from ember.transforms._args import as_leaf_array
 from ember.transforms.jvp import jvp_flat
 from ember.transforms.linearize import linearize_flat
 
@@ -163,7 +164,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
             raise ArgumentTypeError(f"checkpoint: static_argnums={static_argnums} refers to an argument that does not "
                                     f"exist: {name} was called with {len(args)} positional argument(s)")  # fmt: skip
         leaves, in_tree = tree_flatten(([a for i, a in enumerate(args) if i not in fixed], kwargs))
-        leaves = [x if isinstance(x, Array) else from_host(x, "checkpoint") for x in leaves]
+        leaves = [x if isinstance(x, Array) else as_leaf_array(x, "checkpoint") for x in leaves]
         # flat_fun lives on in the linearized program: it must not hold the (traced) arguments.
         statics, n_args = {i: args[i] for i in fixed}, len(args)
         store: dict[str, Any] = {}
@@ -173,7 +174,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
             it = iter(dynamic)
             out = fun(*[statics[i] if i in statics else next(it) for i in range(n_args)], **kw)
             out_leaves, store["out_tree"] = tree_flatten(out)
-            return [x if isinstance(x, Array) else from_host(x, "checkpoint") for x in out_leaves]
+            return [x if isinstance(x, Array) else as_leaf_array(x, "checkpoint", "an output leaf") for x in out_leaves]
 
         flat_fun.__name__ = flat_fun.__qualname__ = name
         outs = custom_jvp_call(flat_fun, _remat_rule(flat_fun, name), leaves)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero
-from ember.core.array import Array, from_host
+from ember.core.array import Array
 from ember.core.batching import axis_rules, bdim_to_front, move_axis, not_mapped
 from ember.core.primitive import (
     PRIMITIVES,
@@ -36,6 +36,7 @@ from ember.core.primitive import (
 )
 from ember.core.pytree import broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from ember.errors import ConcretizationError, InvalidArgumentError
+from ember.transforms._args import as_leaf_array
 
 __all__ = ["BatchTrace", "BatchTracer", "batch_flat", "batched_bwd", "detached_trace", "vmap"]
 
@@ -336,6 +337,10 @@ def _in_axis(axis: Any, x: Array, path: str) -> int | None:
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise InvalidArgumentError(f"vmap: in_axes must be ints or None, got {axis!r} for {path}")
     if x.ndim == 0:
+        if path.startswith("kwargs"):
+            raise InvalidArgumentError(f"vmap: {path} is a scalar (shape ()), but keyword arguments are mapped along "
+                                       "axis 0; pass it positionally with in_axes None, or close over it "
+                                       "(functools.partial) to give every example the same value")  # fmt: skip
         raise InvalidArgumentError(f"vmap: in_axes {axis} for {path}, but it is a scalar (shape ()) with no axis to map "
                                    "over; give it in_axes None (the same value for every example)")  # fmt: skip
     if not -x.ndim <= axis < x.ndim:
@@ -387,10 +392,17 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
         raise InvalidArgumentError(f"vmap: chunk_size must be a positive int (or None), got {chunk_size!r}")
 
-    def batched(*args):
-        flat_args, in_tree = tree_flatten(args)
+    def batched(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise InvalidArgumentError(
+                f"vmap: in_axes={in_axes!r} has {len(in_axes)} {'entry' if len(in_axes) == 1 else 'entries'}, but the "
+                f"function was called with {len(args)} positional argument(s); give in_axes one entry per positional "
+                f"argument (or one int/None for all); the arguments are {tree_map(_Shown, args)!r}"
+                + ("; keyword arguments take no entry: they are always mapped along axis 0" if kwargs else ""))
+        flat_args, in_tree = tree_flatten((args, kwargs))
+        n_pos = in_tree.children()[0].num_leaves if kwargs else len(flat_args)
         if isinstance(in_axes, int) or in_axes is None:
-            axes = [in_axes] * len(flat_args)
+            axes = [in_axes] * n_pos
         else:
             try:
                 axes = broadcast_prefix(in_axes, args, is_leaf=lambda x: x is None)
@@ -398,8 +410,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
                 hint = ("" if isinstance(in_axes, tuple) else
                         "; in_axes has one entry per positional argument: for one argument write in_axes=(spec,)")  # fmt: skip
                 raise _prefix_error("in_axes", in_axes, args, hint) from None
+        # Keyword arguments are mapped along their leading axis (in_axes covers positional ones), as in JAX.
+        axes = [*axes, *[0] * (len(flat_args) - n_pos)]
         paths = [f"args{keystr(p)}" for p, _ in tree_flatten_with_path(args)[0]]
-        flat_args = [x if isinstance(x, Array) else from_host(x, "vmap") for x in flat_args]
+        paths += [f"kwargs{keystr(p)}" for p, _ in tree_flatten_with_path(kwargs)[0]]
+        flat_args = [x if isinstance(x, Array) else as_leaf_array(x, "vmap", path) for x, path in zip(flat_args, paths)]
         axes = [_in_axis(a, x, path) for a, x, path in zip(axes, flat_args, paths)]
         mapped = [(path, x, a) for a, x, path in zip(axes, flat_args, paths) if a is not None]
         found = {x.shape[a] for _, x, a in mapped} | ({axis_size} if axis_size is not None else set())
@@ -427,6 +442,13 @@ def _out_axes_for(out_axes: Any, out_tree: Any, shown: Callable[[], list[Any]]) 
     n = out_tree.num_leaves
     if isinstance(out_axes, int) or out_axes is None:
         return [out_axes] * n
+    node = out_tree.node_data()
+    if isinstance(out_axes, tuple) and node is not None and node[0] is tuple and len(out_tree.children()) != len(out_axes):
+        count = len(out_tree.children())
+        raise InvalidArgumentError(
+            f"vmap: out_axes={out_axes!r} has {len(out_axes)} {'entry' if len(out_axes) == 1 else 'entries'}, but the "
+            f"function returned a tuple of {count} output(s) {tree_unflatten(out_tree, shown())!r}; give out_axes one "
+            "entry per output (or one int/None for all)")
     try:
         return broadcast_prefix(out_axes, tree_unflatten(out_tree, [0] * n), is_leaf=lambda x: x is None)
     except Exception:  # noqa: BLE001 - _prefix_error says what did not match
@@ -436,9 +458,10 @@ def _out_axes_for(out_axes: Any, out_tree: Any, shown: Callable[[], list[Any]]) 
 def _run(fun, flat_args, axes, in_tree, size, out_axes, axis_name, chunked=False):
     with new_trace(BatchTrace, size, axis_name, chunked) as trace:
         tracers = [BatchTracer(trace, x, a) for x, a in zip(flat_args, axes)]
-        out = fun(*tree_unflatten(in_tree, tracers))
+        args, kwargs = tree_unflatten(in_tree, tracers)
+        out = fun(*args, **kwargs)
         flat_out, out_tree = tree_flatten(out)
-        outs = [trace.full_raise(o if isinstance(o, Array) else from_host(o, "vmap")) for o in flat_out]
+        outs = [trace.full_raise(o if isinstance(o, Array) else as_leaf_array(o, "vmap", "an output leaf")) for o in flat_out]
         results = [(o.val, o.bdim) for o in outs]
     out_paths = [f"output{keystr(p)}" for p, _ in tree_flatten_with_path(out)[0]]
     o_axes = _out_axes_for(out_axes, out_tree, lambda: [_Shown(o.aval) for o in outs])  # per-example shapes

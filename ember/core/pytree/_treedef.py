@@ -181,7 +181,7 @@ class _Mismatch(ValueError):
 
     def where(self) -> str:
         p = keystr(self.path)
-        return f"key path {p}" if p else "the root (empty key path)"
+        return f"key path {p}" if p else "the root (the whole tree)"
 
 
 def _child_key(kind: Any, aux: Any, x: Any, i: int) -> Any:

