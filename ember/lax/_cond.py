@@ -26,7 +26,7 @@ from ember.core.batching import axis_rules
 from ember.core.primitive import Primitive
 from ember.core.primitives.elementwise import select_n_p
 from ember.errors import TransformError
-from ember.lax._programs import (
+from ember.transforms._programs import (
     Fn,
     batch_program,
     close_all,

@@ -24,7 +24,7 @@ import numpy as np
 from ember.core.abstract import ShapedArray
 from ember.core.ad import UndefinedPrimal, Zero, add_tangents, instantiate, zeros
 from ember.core.batching import axis_rules, bdim_to_front, move_axis
-from ember.lax._programs import (
+from ember.transforms._programs import (
     Fn,
     batch_fixed_point,
     batch_program,

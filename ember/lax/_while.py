@@ -39,7 +39,7 @@ from ember.core.primitives.elementwise import select_n_p
 from ember.core.primitives.reduction import reduce_or_p
 from ember.core.primitives.structural import broadcast_in_dim_p
 from ember.errors import TransformError
-from ember.lax._programs import (
+from ember.transforms._programs import (
     Closed,
     Fn,
     batch_fixed_point,

@@ -28,8 +28,9 @@ from ember.core.primitives.elementwise import clamp_p, convert_element_type_p
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._cond import cond_p
-from ember.lax._programs import Closed, Fn, close, close_all
+from ember.transforms._programs import Closed, Fn, close, close_all
 from ember.lax._scan import scan_p
+from ember.lax._structural import concatenate
 from ember.lax._while import while_p
 
 __all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
@@ -463,7 +464,5 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
         parts.append(y_leaves)
     if len(parts) == 1:
         return tree_unflatten(y_tree, parts[0])
-    from ember.numpy import concatenate
-
-    return tree_unflatten(y_tree, [concatenate([a, b]) for a, b in zip(*parts)])
+    return tree_unflatten(y_tree, [concatenate([a, b], 0) for a, b in zip(*parts)])
 

@@ -27,7 +27,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember.backends import cpu
 from ember.backends.codegen import Compiled, compile_program
 from ember.config import config
 from ember.core import dtypes, passes
@@ -38,12 +37,15 @@ from ember.core.batching import axis_rules
 from ember.core.ir import Program
 from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_nan
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_unflatten
-from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p, stage
+from ember.core.staging import SubProgram, stage
 from ember.errors import ArgumentTypeError, InvalidArgumentError
 from ember.transforms._args import is_array_like, not_an_array
+from ember.transforms._compile import compiled_sub, raw_impls, raw_kernel
+from ember.transforms._programs import linearize_program
 from ember.transforms.vmap import BatchTracer, vmap
 
-__all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir"]
+__all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_shape", "jit", "jit_call_p", "make_ir",
+           "raw_impls"]
 
 log = logging.getLogger("ember.jit")
 
@@ -174,8 +176,6 @@ def _jit_call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, sub: SubPr
     or jvp of a jitted function) the first runs compiled; the second is recorded by linearize's
     staging (and transposed) or runs compiled in forward mode. Traced once per pattern of nonzero
     tangents."""
-    from ember.lax._programs import linearize_program  # ember.lax imports this module
-
     nz = tuple(type(t) is not Zero for t in tangents)
     split = sub.derived.get(("jvp", nz))
     if split is None:
@@ -217,42 +217,13 @@ jit_call_p.inline = _jit_call_inline
 jit_call_p.jvp = _jit_call_jvp
 axis_rules[jit_call_p] = _jit_call_batch
 
-
 # --- compilation -------------------------------------------------------------------------------------
-
-
-# Primitives that generated code runs with a Python implementation on raw buffers instead of a backend
-# kernel: ``raw_impls[prim](*buffers, **params) -> output buffer(s)``. Filled by the modules defining them
-# (control flow, callbacks in ember/lax/control_flow.py and ember/transforms/callback.py).
-raw_impls: dict[Primitive, Callable[..., Any]] = {}
-
-
-def _raw_kernel(prim: Primitive) -> Callable[..., Any]:
-    """The function generated code calls for `prim`: its backend kernel, or for a staged custom rule
-    the compiled program of its function (the rule matters only to transforms, which never see
-    generated code)."""
-    impl = raw_impls.get(prim)
-    if impl is not None:
-        return impl
-    if prim is custom_jvp_call_p or prim is custom_vjp_call_p:
-        return _run_custom_call
-    return cpu.kernel(prim.name)
-
-
-def _run_custom_call(*buffers: Any, sub: SubProgram, **_: Any) -> list:
-    return _compiled_sub(sub)(*buffers)
-
-
-def _compiled_sub(sub: SubProgram) -> Compiled:
-    if sub.compiled is None:
-        sub.compiled = compile_program(sub.program, _raw_kernel, sub.name)
-    return sub.compiled
 
 
 def _run_compiled(sub: SubProgram, args: Sequence[Array]) -> list[Array]:
     """Run the compiled program on constants-then-inputs; with ``debug_nans`` on, a NaN in the outputs
     runs the program again equation by equation, so that the primitive that made it raises."""
-    outs = _wrap_outputs(_compiled_sub(sub)(*[x._value for x in args]), [v.aval for v in sub.program.outvars])
+    outs = _wrap_outputs(compiled_sub(sub)(*[x._value for x in args]), [v.aval for v in sub.program.outvars])
     if config.debug_nans and any(has_nan(o) for o in outs) and not any(has_nan(x) for x in args):
         sub(*args)
     return outs
@@ -283,13 +254,13 @@ class _Entry:
 
     @property
     def compiled(self) -> Compiled:
-        return _compiled_sub(self.sub)
+        return compiled_sub(self.sub)
 
     def donating(self, donated: tuple[int, ...]) -> Compiled:
         """The program compiled to write results into the buffers of the inputs at `donated`."""
         key = ("donate", donated)
         if key not in self.sub.derived:
-            self.sub.derived[key] = compile_program(self.program, _raw_kernel, self.sub.name, donated)
+            self.sub.derived[key] = compile_program(self.program, raw_kernel, self.sub.name, donated)
         return self.sub.derived[key]
 
     def run_donating(self, leaves: Sequence[Array], donated: tuple[int, ...]) -> list[Array]:

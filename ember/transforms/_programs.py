@@ -1,4 +1,4 @@
-"""Programs as values of control-flow primitives, and the transforms applied to them.
+"""Programs as values of control-flow primitives and of jit's call, and the transforms applied to them.
 
 A control-flow primitive (cond, while, scan) holds its functions as *closed* programs: staged with
 `core.staging.stage`, with what the function closed over hoisted to leading inputs, so that those
@@ -28,6 +28,7 @@ from ember.core.batching import bdim_to_front
 from ember.core.ir import Program, Var, eval_program
 from ember.core.primitive import Tracer, trace_stack
 from ember.core.staging import StagingTracer, SubProgram, stage
+from ember.transforms._compile import compiled_sub
 from ember.transforms.linearize import backward_pass, linearize_flat
 
 __all__ = ["Closed", "Fn", "batch_program", "close", "close_all", "linearize_program", "run", "transpose_program"]
@@ -133,9 +134,7 @@ def run(fn: Fn, buffers: Sequence[Any]) -> list[Any]:
             fn.cache["calls"] = calls + 1
             args = [wrap(_coerce(b, v.aval), v.aval.weak_type) for b, v in zip(buffers, fn.program.invars, strict=True)]
             return [o._value for o in eval_program(fn.program, [], args)]
-        from ember.transforms.jit import _compiled_sub
-
-        compiled = _compiled_sub(fn)
+        compiled = compiled_sub(fn)
     outs = compiled.fn(*buffers)
     for i, (o, a) in enumerate(zip(outs, fn.out_avals)):
         if getattr(o, "dtype", None) != a.dtype:  # a kernel that promoted differently, or a Python scalar

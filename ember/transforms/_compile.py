@@ -1,0 +1,45 @@
+"""Compiling programs to generated NumPy code: the kernel table generated code calls, shared by `jit`
+and by control flow's programs (which compile themselves once they have run a few times).
+
+Primitives that generated code runs with a Python implementation on raw buffers instead of a backend
+kernel register it in `raw_impls` (control flow in ember/lax, callbacks in ember/transforms/callback.py).
+This module sits below both jit.py and the program helpers (_programs.py), so neither imports the other
+for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.backends import cpu
+from ember.backends.codegen import Compiled, compile_program
+from ember.core.primitive import Primitive
+from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p
+
+__all__ = ["compiled_sub", "raw_impls", "raw_kernel"]
+
+# ``raw_impls[prim](*buffers, **params) -> output buffer(s)``, filled by the modules defining `prim`.
+raw_impls: dict[Primitive, Callable[..., Any]] = {}
+
+
+def raw_kernel(prim: Primitive) -> Callable[..., Any]:
+    """The function generated code calls for `prim`: its backend kernel, or for a staged custom rule
+    the compiled program of its function (the rule matters only to transforms, which never see
+    generated code)."""
+    impl = raw_impls.get(prim)
+    if impl is not None:
+        return impl
+    if prim is custom_jvp_call_p or prim is custom_vjp_call_p:
+        return _run_custom_call
+    return cpu.kernel(prim.name)
+
+
+def _run_custom_call(*buffers: Any, sub: SubProgram, **_: Any) -> list:
+    return compiled_sub(sub)(*buffers)
+
+
+def compiled_sub(sub: SubProgram) -> Compiled:
+    if sub.compiled is None:
+        sub.compiled = compile_program(sub.program, raw_kernel, sub.name)
+    return sub.compiled
