@@ -1,11 +1,299 @@
-"""Kernels of the linear-algebra primitives (cholesky, triangular_solve, lu, qr)."""
+"""Kernels of the linear-algebra primitives (cholesky, triangular_solve, lu, qr, inv, solve).
+
+cholesky, qr, inv and solve call LAPACK through the array module's ``linalg``
+(NumPy: its gufuncs directly, which fill a failed matrix with NaN instead of
+raising LinAlgError for the whole stack). NumPy has no LU and no triangular
+solve, so they are written here, batched over the leading axes:
+
+- triangular solve: the diagonal blocks (of `_BLOCK` rows) are inverted all at
+  once by recursive doubling (inv [[A, 0], [C, D]] = [[A^-1, 0], [-D^-1 C A^-1,
+  D^-1]], log2(block) matrix products), then a blocked substitution runs one
+  step per block row, each a pair of matrix products: O(m^2 n) work, as LAPACK's
+  trsm, in few NumPy calls. A zero on the diagonal gives inf/NaN, never an error.
+- LU: right-looking, blocked, with partial pivoting (LAPACK's getrf: the first
+  row of largest |re| + |im| in the column, so pivots agree with LAPACK's).
+  Pivot choice is sequential, so the panel runs one NumPy step per column; the
+  trailing matrix is updated with one triangular solve and one matrix product
+  per panel. A zero column leaves its multipliers at zero (as getrf does).
+"""
 
 from __future__ import annotations
 
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
+_BLOCK = 32  # rows per diagonal block of the triangular solve, and columns per LU panel
+
 
 def linalg_kernels(xp: ModuleType) -> dict[str, Any]:
     """The linear-algebra kernels for array module `xp`."""
-    return {}
+    lapack = _NumPyLapack() if xp.__name__ == "numpy" else _ModuleLapack(xp)
+
+    def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+        return triangular_solve_kernel(xp, a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                                       conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)  # fmt: skip
+
+    def qr(a, *, full_matrices):
+        return list(lapack.qr(a, full_matrices))
+
+    return {
+        "cholesky": lapack.cholesky,
+        "triangular_solve": triangular_solve,
+        "lu": lambda a: list(lu_kernel(xp, a)),
+        "lu_pivots_to_permutation": lambda p, *, permutation_size: pivots_to_permutation(xp, p, permutation_size),
+        "qr": qr,
+        "inv": lapack.inv,
+        "solve": lapack.solve,
+    }
+
+
+# --- LAPACK through NumPy -----------------------------------------------------------------------
+
+
+class _NumPyLapack:
+    """NumPy's LAPACK gufuncs, called directly: a matrix that fails (singular, not positive definite)
+    comes back as NaN, the others are computed, and nothing raises."""
+
+    def __init__(self) -> None:
+        try:
+            from numpy.linalg import _umath_linalg
+        except ImportError:  # pragma: no cover - a NumPy that moved it: the public functions, looping on errors
+            _umath_linalg = None
+        self._g = _umath_linalg
+
+    @staticmethod
+    def _sig(a, n_in: int) -> str:
+        c = a.dtype.char
+        return f"{c * n_in}->{c}"
+
+    def cholesky(self, a):
+        if a.size == 0:
+            return np.zeros_like(a)
+        if self._g is None:
+            return _per_matrix(np.linalg.cholesky, a)
+        with np.errstate(all="ignore"):
+            return self._g.cholesky_lo(a, signature=self._sig(a, 1))
+
+    def inv(self, a):
+        if a.size == 0:
+            return np.zeros_like(a)
+        if self._g is None:
+            return _per_matrix(np.linalg.inv, a)
+        with np.errstate(all="ignore"):
+            return self._g.inv(a, signature=self._sig(a, 1))
+
+    def solve(self, a, b):
+        if b.size == 0 or a.size == 0:
+            return np.zeros(b.shape, b.dtype)
+        if self._g is None:
+            return _per_matrix(np.linalg.solve, a, b)
+        with np.errstate(all="ignore"):
+            return self._g.solve(a, b, signature=self._sig(a, 2))
+
+    @staticmethod
+    def qr(a, full_matrices: bool):
+        return _qr(np, a, full_matrices)
+
+
+class _ModuleLapack:
+    """Another array module's ``linalg`` (CuPy's), which computes NaN for failures itself."""
+
+    def __init__(self, xp: ModuleType) -> None:
+        self.xp = xp
+
+    def cholesky(self, a):
+        return self.xp.linalg.cholesky(a) if a.size else self.xp.zeros_like(a)
+
+    def inv(self, a):
+        return self.xp.linalg.inv(a) if a.size else self.xp.zeros_like(a)
+
+    def solve(self, a, b):
+        return self.xp.linalg.solve(a, b) if a.size and b.size else self.xp.zeros(b.shape, b.dtype)
+
+    def qr(self, a, full_matrices: bool):
+        return _qr(self.xp, a, full_matrices)
+
+
+def _qr(xp, a, full_matrices: bool):
+    m, n = a.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    if a.size == 0:  # LAPACK needs at least one row and column
+        q = xp.broadcast_to(xp.eye(m, k, dtype=a.dtype), (*a.shape[:-2], m, k)).copy()
+        return q, xp.zeros((*a.shape[:-2], k, n), a.dtype)
+    q, r = xp.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+
+
+def _per_matrix(fn, *arrays):
+    """fn over the matrices of a stack, NaN where it raises (only when NumPy's gufuncs are out of reach)."""
+    batch = arrays[0].shape[:-2]
+    flat = [x.reshape(-1, *x.shape[-2:]) for x in arrays]
+    outs = []
+    for parts in zip(*flat):
+        try:
+            outs.append(fn(*parts))
+        except np.linalg.LinAlgError:
+            outs.append(np.full(parts[-1].shape, np.nan, parts[-1].dtype))
+    return np.stack(outs).reshape(*batch, *outs[0].shape)
+
+
+# --- triangular solve ------------------------------------------------------------------------------
+
+
+def triangular_solve_kernel(xp, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    """x with op(a) x = b (left_side) or x op(a) = b, reading a's `lower` (or upper) triangle."""
+    if b.size == 0:
+        return xp.zeros(b.shape, b.dtype)
+    t = _triangle(xp, a, lower, unit_diagonal)
+    if conjugate_a and t.dtype.kind == "c":
+        t = xp.conj(t)
+    if transpose_a:
+        t, lower = xp.swapaxes(t, -1, -2), not lower
+    if not left_side:  # x T = b  <=>  T^T x^T = b^T
+        t, lower, b = xp.swapaxes(t, -1, -2), not lower, xp.swapaxes(b, -1, -2)
+    if not lower:  # reversing rows and columns makes an upper triangle lower
+        x = _lower_solve(xp, t[..., ::-1, ::-1], b[..., ::-1, :])[..., ::-1, :]
+    else:
+        x = _lower_solve(xp, t, b)
+    if not left_side:
+        x = xp.swapaxes(x, -1, -2)
+    return xp.ascontiguousarray(x)
+
+
+def _triangle(xp, a, lower: bool, unit: bool):
+    m = a.shape[-1]
+    keep = xp.tri(m, m, 0 if lower else -1, dtype=bool)
+    keep = keep if lower else ~keep
+    t = xp.where(keep, a, xp.zeros((), a.dtype))
+    if unit:
+        idx = xp.arange(m)
+        t[..., idx, idx] = 1
+    return t
+
+
+def _lower_solve(xp, t, b):
+    """x with t x = b, t lower triangular (..., m, m), b (..., m, n), shared batch axes."""
+    m = t.shape[-1]
+    with np.errstate(all="ignore"):
+        if m <= _BLOCK:
+            return _lower_inverse(xp, t) @ b
+        inv = _diagonal_block_inverses(xp, t)
+        x = xp.empty(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:], np.result_type(t, b))
+        for i, start in enumerate(range(0, m, _BLOCK)):
+            stop = min(start + _BLOCK, m)
+            rhs = b[..., start:stop, :]
+            if start:
+                rhs = rhs - t[..., start:stop, :start] @ x[..., :start, :]
+            x[..., start:stop, :] = inv[i] @ rhs
+        return x
+
+
+def _diagonal_block_inverses(xp, t):
+    """The inverses of t's diagonal blocks of `_BLOCK` rows (the last one may be smaller), as a list."""
+    m = t.shape[-1]
+    full = m // _BLOCK * _BLOCK
+    out = []
+    if full:
+        nb = full // _BLOCK
+        blocks = t[..., :full, :full].reshape(*t.shape[:-2], nb, _BLOCK, nb, _BLOCK)
+        diag = xp.moveaxis(xp.diagonal(blocks, axis1=-4, axis2=-2), -1, -3)  # (..., nb, B, B)
+        inv = _lower_inverse(xp, diag)
+        out = [inv[..., i, :, :] for i in range(nb)]
+    if full < m:
+        out.append(_lower_inverse(xp, t[..., full:, full:]))
+    return out
+
+
+def _lower_inverse(xp, t):
+    """The inverse of each lower-triangular matrix of a stack, by recursive doubling over a size padded
+    to a power of two (block-diagonal with the identity, whose inverse is the block's and the identity)."""
+    m = t.shape[-1]
+    size = 1 << max(m - 1, 0).bit_length()
+    if size != m:
+        padded = xp.zeros((*t.shape[:-2], size, size), t.dtype)
+        padded[..., :m, :m] = t
+        idx = xp.arange(m, size)
+        padded[..., idx, idx] = 1
+        t = padded
+    batch = t.shape[:-2]
+    idx = xp.arange(size)
+    # inverses of the diagonal blocks of size s, as (..., size // s, s, s)
+    inv = (1 / t[..., idx, idx]).reshape(*batch, size, 1, 1)
+    s = 1
+    while s < size:
+        pairs = inv.reshape(*batch, size // (2 * s), 2, s, s)
+        top, bottom = pairs[..., 0, :, :], pairs[..., 1, :, :]
+        blocks = t.reshape(*batch, size // (2 * s), 2 * s, size // (2 * s), 2 * s)
+        diag = xp.moveaxis(xp.diagonal(blocks, axis1=-4, axis2=-2), -1, -3)  # (..., size // 2s, 2s, 2s)
+        corner = diag[..., s:, :s]
+        new = xp.zeros((*batch, size // (2 * s), 2 * s, 2 * s), t.dtype)
+        new[..., :s, :s] = top
+        new[..., s:, s:] = bottom
+        new[..., s:, :s] = -(bottom @ corner @ top)
+        inv, s = new, 2 * s
+    out = inv.reshape(*batch, size, size)
+    return out[..., :m, :m] if size != m else out
+
+
+# --- LU ---------------------------------------------------------------------------------------------
+
+
+def lu_kernel(xp, a):
+    """(lu, pivots, permutation) of each matrix of a stack, as LAPACK's getrf (0-based pivots)."""
+    *batch, m, n = a.shape
+    k = min(m, n)
+    work = a.reshape(-1, m, n).copy()
+    count = work.shape[0]
+    perm = xp.broadcast_to(xp.arange(m, dtype=np.int32), (count, m)).copy()
+    pivots = xp.zeros((count, k), np.int32)
+    if work.size and k:
+        with np.errstate(all="ignore"):
+            _lu_in_place(xp, work, perm, pivots)
+    return work.reshape(a.shape), pivots.reshape(*batch, k), perm.reshape(*batch, m)
+
+
+def _lu_in_place(xp, a, perm, pivots):
+    count, m, n = a.shape
+    k = min(m, n)
+    rows = xp.arange(count)
+    zero = xp.zeros((), a.dtype)
+    for j0 in range(0, k, _BLOCK):
+        j1 = min(j0 + _BLOCK, k)
+        for j in range(j0, j1):
+            column = a[:, j:, j]
+            size = xp.abs(column.real) + xp.abs(column.imag) if a.dtype.kind == "c" else xp.abs(column)
+            p = j + xp.argmax(size, axis=1)
+            pivots[:, j] = p
+            swap = p != j
+            if swap.any():
+                r, q = rows[swap], p[swap]
+                a[r, j], a[r, q] = a[r, q], a[r, j].copy()
+                perm[r, j], perm[r, q] = perm[r, q], perm[r, j].copy()
+            if j + 1 < m:
+                pivot = a[:, j, j]
+                pivot = xp.where(pivot == 0, xp.ones((), a.dtype), pivot)  # a zero column stays zero
+                a[:, j + 1 :, j] /= pivot[:, None]
+                if j + 1 < j1:
+                    a[:, j + 1 :, j + 1 : j1] -= a[:, j + 1 :, j, None] * a[:, j, None, j + 1 : j1]
+        if j1 < n:
+            panel = a[:, j0:j1, j0:j1]
+            unit = xp.where(xp.tri(j1 - j0, dtype=bool), panel, zero)
+            unit[:, xp.arange(j1 - j0), xp.arange(j1 - j0)] = 1
+            a[:, j0:j1, j1:] = _lower_solve(xp, unit, a[:, j0:j1, j1:])
+            if j1 < m:
+                a[:, j1:, j1:] -= a[:, j1:, j0:j1] @ a[:, j0:j1, j1:]
+
+
+def pivots_to_permutation(xp, pivots, permutation_size: int):
+    """The permutation of range(permutation_size) made by swapping i and pivots[..., i] in order."""
+    *batch, k = pivots.shape
+    flat = pivots.reshape(-1, k)
+    count = flat.shape[0]
+    perm = xp.broadcast_to(xp.arange(permutation_size, dtype=np.int32), (count, permutation_size)).copy()
+    rows = xp.arange(count)
+    for i in range(k):
+        p = flat[:, i]
+        perm[rows, i], perm[rows, p] = perm[rows, p], perm[rows, i].copy()
+    return perm.reshape(*batch, permutation_size)
