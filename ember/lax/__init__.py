@@ -65,6 +65,7 @@ from ember.lax._structural import (
     transpose,
 )
 from ember.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
+from ember.lax import linalg
 
 __all__ = [*_elementwise_all, *_sorting_all, "argmax", "argmin", "broadcast", "broadcast_in_dim", "broadcasted_iota",
            "concatenate", "dot", "dot_general", "expand_dims", "full", "iota", "pad", "reduce_and", "reduce_max",
