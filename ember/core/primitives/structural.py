@@ -10,7 +10,7 @@ import math
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
-from ember.core.primitive import Primitive
+from ember.core.primitive import PRIMITIVES, Primitive
 from ember.core.primitives._rules import check_axes, check_same_dtypes
 from ember.errors import InvalidArgumentError, ShapeError
 
@@ -215,10 +215,10 @@ def _zero_scalar(x):
     return wrap(np.zeros((), x.dtype), x.weak_type)
 
 
+# Structural is the lowest family (elementwise, sorting and reduction build on it): rules here that need
+# their primitives (sub, reduce_sum, select_n) look them up by name when they run, importing no family.
 def _reduce_sum(x, axes):
-    from ember.core.primitives.reduction import reduce_sum_p
-
-    return reduce_sum_p.bind(x, axes=tuple(axes)) if axes else x
+    return PRIMITIVES["reduce_sum"].bind(x, axes=tuple(axes)) if axes else x
 
 
 def _reshape_to(x, shape):
@@ -264,10 +264,8 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
                         strides=tuple(interior + 1 for _, _, interior in padding_config))  # fmt: skip
     ct_value = None
     if is_undefined(padding_value):
-        from ember.core.primitives.elementwise import sub_p
-
         everything = tuple(range(ct.ndim))
-        ct_value = sub_p.bind(_reduce_sum(ct, everything), _reduce_sum(ct_x, everything))
+        ct_value = PRIMITIVES["sub"].bind(_reduce_sum(ct, everything), _reduce_sum(ct_x, everything))
     return [ct_x if is_undefined(x) else None, ct_value]
 
 
@@ -339,14 +337,13 @@ def _pad_batch(size, args, dims, *, padding_config):
     import numpy as np
 
     from ember.core.array import wrap
-    from ember.core.primitives.elementwise import select_n_p
 
     x = bdim_to_front(x, dx, size)
     padded = pad_p.bind(x, _zero_scalar(x), padding_config=config)
     inside = pad_p.bind(wrap(np.ones(x.shape[1:], np.bool_)), wrap(np.zeros((), np.bool_)), padding_config=padding_config)
     inside = broadcast_in_dim_p.bind(inside, shape=padded.shape, broadcast_dimensions=tuple(range(1, padded.ndim)))
     values = broadcast_in_dim_p.bind(_front(value, dv), shape=padded.shape, broadcast_dimensions=(0,))
-    return select_n_p.bind(inside, values, padded), 0
+    return PRIMITIVES["select_n"].bind(inside, values, padded), 0
 
 
 pad_p.batch = _pad_batch
