@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ember.numpy.linalg._spectral import scipy_eigh as eigh
+
+__all__: list[str] = ["eigh"]
