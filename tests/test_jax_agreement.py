@@ -118,3 +118,72 @@ def test_float_to_int_scalar_and_complex():
     z = enp.asarray(np.array([np.nan + 1j, -1.2 + 3j, 300 + 0j], np.complex64))
     assert np.asarray(z.astype("uint8")).tolist() == [0, 0, 255]  # the real part, then the same rule
     assert np.asarray(enp.asarray([np.nan, 0.0, -0.0, 0.1]).astype(bool)).tolist() == [True, False, False, True]
+
+
+# --- reductions: result dtypes and where= broadcasting ------------------------------------------------
+
+# JAX's table for the dtype mean/var/std compute in when the input is not inexact (dtypes.to_inexact_dtype):
+# float32 up to 32-bit integers, float64 for 64-bit ones, whatever the default float is.
+TO_INEXACT = {"bool": "float32", "int8": "float32", "uint8": "float32", "int16": "float32", "uint16": "float32",
+              "int32": "float32", "uint32": "float32", "int64": "float64", "uint64": "float64"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "nanmean"])
+@pytest.mark.parametrize("src", sorted(TO_INEXACT))
+def test_mean_like_dtype_under_x64(name, src):
+    with ember.config.x64(True):
+        x = enp.asarray(np.array([1, 0, 1], dtype=src))
+        assert getattr(enp, name)(x).dtype == np.dtype(TO_INEXACT[src])
+    assert np.isnan(float(_quiet(lambda: enp.var(enp.asarray(True), ddof=1))))
+
+
+def test_var_of_bool_scalar_with_ddof_under_x64():
+    with ember.config.x64(True):
+        out = _quiet(lambda: enp.var(enp.asarray(True), ddof=1))
+    assert out.dtype == np.float32 and np.isnan(float(out))
+
+
+# JAX masks with jnp.where(where, a, identity), which broadcasts a against the mask, then reduces the
+# axes `axis` names among a's own dimensions (axis=None: all of a's, counted from the front).
+def _reference_masked(np_op, identity, a, mask, axis, keepdims):
+    shape = np.broadcast_shapes(a.shape, mask.shape)
+    full = np.where(np.broadcast_to(mask, shape), np.broadcast_to(a, shape), identity)
+    axes = tuple(range(a.ndim)) if axis is None else tuple(np.atleast_1d(axis) % a.ndim)
+    return np_op(full, axis=axes, keepdims=keepdims)
+
+
+MASKED = {"sum": (np.sum, 0.0), "prod": (np.prod, 1.0), "max": (np.max, -np.inf), "min": (np.min, np.inf),
+          "any": (np.any, False), "all": (np.all, True), "nansum": (np.sum, 0.0)}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_where_mask_with_more_dimensions_broadcasts(name, axis, keepdims):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 3)).astype(np.float32)
+    if name in ("any", "all"):
+        a = a > 0
+    mask = rng.random((4, 2, 3)) > 0.3
+    np_op, identity = MASKED[name]
+    kwargs = {"initial": identity} if name in ("max", "min") else {}
+    got = getattr(enp, name)(a, axis=axis, keepdims=keepdims, where=mask, **kwargs)
+    want = _reference_masked(np_op, identity, a, mask, axis, keepdims)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_where_mask_broadcasting_in_nanmean_and_errors_elsewhere():
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, np.nan]], np.float32)
+    mask = np.array([[[True, True, False], [True, True, True]], [[False, True, True], [True, False, True]]])
+    got = enp.nanmean(a, axis=1, where=mask)
+    full = np.where(mask & ~np.isnan(a), a, 0.0)
+    want = full.sum(axis=1) / (mask & ~np.isnan(a)).sum(axis=1)
+    assert got.shape == (2, 3)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    for name in ("mean", "var", "std"):  # JAX's mean/var/std broadcast the mask to the array only
+        with pytest.raises(ember.errors.ShapeError, match=r"where= of shape \(2, 2, 3\) does not broadcast"):
+            getattr(enp, name)(a, axis=1, where=mask)
+    with pytest.raises(ember.errors.ShapeError, match=r"sum\(where=...\): shapes \(2, 3\) and \(5,\)"):
+        enp.sum(a, where=np.ones(5, bool))
+    assert enp.any(enp.ones((2, 3)), axis=1, keepdims=True, where=np.ones((4, 2, 3), bool)).shape == (4, 1, 3)

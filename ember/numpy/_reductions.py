@@ -16,6 +16,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import reduction as rd
+from ember.core.primitives._rules import broadcast_shapes
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, asarray, canonical_axes, dtype_arg
@@ -40,9 +41,13 @@ def _upcast_for_sum(dtype):
 def _masked(op: str, x: Array, where_, identity) -> Array:
     if where_ is None:
         return x
-    mask = broadcast_to(asarray(where_), x.shape)
+    mask = asarray(where_)
     if mask.dtype != dtypes.bool_:
         raise DTypeError(f"{op}: where= must be a bool array, got {mask.dtype}")
+    # JAX's rule: the array and the mask broadcast together, so a mask with more leading dimensions
+    # adds them to the result, while `axis` keeps counting the array's own dimensions.
+    shape = broadcast_shapes(f"{op}(where=...)", x.shape, mask.shape)
+    x, mask = broadcast_to(x, shape), broadcast_to(mask, shape)
     fill = lax.broadcast_in_dim(asarray(np.asarray(identity, x.dtype)), x.shape, ())  # a NumPy scalar: uint32's max fits
     return lax.select(mask, x, fill)
 
@@ -165,14 +170,23 @@ def any(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, *, wh
 def _count(x: Array, axes, where_) -> Array | int:
     if where_ is None:
         return math.prod(x.shape[i] for i in axes)
-    mask = broadcast_to(asarray(where_), x.shape)
+    mask = asarray(where_)
+    if broadcast_shapes("mean(where=...)", x.shape, mask.shape) != x.shape:
+        # JAX's mean, var and std count with the mask broadcast to the array, never the other way.
+        raise ShapeError(f"mean/var/std: where= of shape {mask.shape} does not broadcast to the array's shape {x.shape}; "
+                         "a mask with more dimensions works with sum, prod, max, min, all, any and nanmean")  # fmt: skip
+    mask = broadcast_to(mask, x.shape)
     return lax.reduce_sum(convert(mask, dtypes.default_int()), axes)
 
 
 def _mean_dtype(x: Array, dtype):
     if dtype is not None:
         return dtype_arg(dtype)
-    return x.dtype if dtypes.is_inexact(x.dtype) else dtypes.default_float()
+    if dtypes.is_inexact(x.dtype):
+        return x.dtype
+    # JAX's table (dtypes.to_inexact_dtype): bool and integers up to 32 bits average in float32,
+    # 64-bit integers (x64 on) in float64; not the default float, which is float64 under x64.
+    return dtypes.float64 if x.dtype.itemsize == 8 else dtypes.float32
 
 
 def mean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, where=None) -> Array:
@@ -294,12 +308,13 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: boo
     x = asarray(a)
     if not dtypes.is_inexact(x.dtype):
         return mean(x, axis, dtype, out, keepdims, where=where)
-    valid = logical_not(isnan(x))
-    if where is not None:
-        from ember.numpy._ufuncs import logical_and
-
-        valid = logical_and(valid, where)
-    return mean(x, axis, dtype, out, keepdims, where=valid)
+    _no_out("nanmean", out)
+    # As JAX: nansum over the count of non-NaN elements, both masked by `where` (which may broadcast
+    # x, as in every masked sum).
+    target = _mean_dtype(x, dtype)
+    count = sum(logical_not(isnan(x)), axis, dtypes.default_int(), None, keepdims, None, where)
+    total = nansum(x, axis, target, None, keepdims, None, where)
+    return total / convert(count, dtypes.real_dtype(target))
 
 
 def where_nan(x: Array, value) -> Array:
