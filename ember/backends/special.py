@@ -643,6 +643,69 @@ def igammac(xp, a, x):
 
 
 # --------------------------------------------------------------------------
+# random_gamma_grad: the implicit reparameterisation gradient of a gamma sample
+
+def _gamma_grad_series(xp, a, x):
+    """For x < a + 1: P = e^l S with l = a log x - x - lgamma(a + 1) and
+    S = sum_n x^n / ((a+1)...(a+n)); the density is e^l a / x, so
+    dx/da = -dP/da / pdf = -(x / a) ((log x - digamma(a + 1)) S + dS/da)
+    (no exponential: the prefactor cancels)."""
+    def step(i, state):
+        ap, term, total, dterm, dtotal, x = state
+        ap = ap + 1.0
+        term = term * x / ap
+        dterm = dterm * x / ap - term / ap
+        total, dtotal = total + term, dtotal + dterm
+        done = (term <= _EPS * total) & (xp.abs(dterm) <= _EPS * xp.abs(dtotal))
+        return (ap, term, total, dterm, dtotal, x), done
+
+    ones, zeros = xp.ones_like(a), xp.zeros_like(a)
+    steps, (_, _, total, _, dtotal, _) = _run_to_convergence(xp, step, (a, ones, ones, zeros, zeros, x))
+    grad = -(x / a) * ((xp.log(x) - _digamma(xp, a + 1.0)) * total + dtotal)
+    return xp.where(steps > 0, grad, xp.nan)
+
+
+def _gamma_grad_cf(xp, a, x):
+    """For x >= a + 1: Q = e^l C with l = a log x - x - lgamma(a) and C the
+    continued fraction of `_igammac_cf`; the density is e^l / x, so
+    dx/da = dQ/da / pdf = x ((log x - digamma(a)) C + dC/da), the fraction
+    and its derivative evaluated backwards together (dual numbers)."""
+    steps = _cf_lengths(xp, a, x)
+    n = xp.where(steps > 0, steps + steps // 2 + 16, 0)
+    order = xp.argsort(-n)
+    a, x, n = a[order], x[order], n[order]
+    n_max = int(n[0]) if n.size else 0
+    counts = xp.searchsorted(-n, -xp.arange(n_max, 0, -1), side="right").tolist()
+    t, dt = xp.zeros_like(a), xp.zeros_like(a)
+    for k, m in zip(range(n_max, 0, -1), counts):
+        # t_k = -k (k - a) / (x + 2k + 1 - a + t_{k+1})
+        den = x[:m] + (2 * k + 1) - a[:m] + t[:m]
+        tk = (-k * (k - a[:m])) / den
+        dt[:m] = (k - tk * (dt[:m] - 1.0)) / den
+        t[:m] = tk
+    c = 1.0 / (x + 1.0 - a + t)
+    dc = -c * c * (dt - 1.0)
+    grad = xp.where(n > 0, x * ((xp.log(x) - _digamma(xp, a)) * c + dc), xp.nan)
+    out = xp.empty_like(grad)
+    out[order] = grad
+    return out
+
+
+@_kernel()
+def random_gamma_grad(xp, a, x):
+    """d x / d a for a Gamma(a, 1) sample x held at its quantile u = P(a, x):
+    -(dP/da) / (dP/dx) (implicit reparameterisation, Figurnov et al. 2018;
+    JAX's lax.random_gamma_grad).  0 at x == 0 (an underflowed sample), nan
+    for a <= 0, x < 0 and non-finite operands."""
+    out = xp.full_like(a, xp.nan)
+    ok = (a > 0) & (x > 0) & (a < xp.inf) & (x < xp.inf)
+    cf = ok & (x >= a + 1.0)
+    _masked(xp, out, ok & ~cf, _gamma_grad_series, a, x)
+    _masked(xp, out, cf, _gamma_grad_cf, a, x)
+    return xp.where((x == 0) & (a > 0) & (a < xp.inf), 0.0, out)
+
+
+# --------------------------------------------------------------------------
 # reduce_precision
 
 _LAYOUTS = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64": (11, 52)}

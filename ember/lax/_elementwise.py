@@ -85,6 +85,8 @@ _BINARY = {
     "zeta": (sp.zeta_p, "the Hurwitz zeta function zeta(s, q) = sum_k (q + k)**-s", "[2.0], 1.0"),
     "igamma": (sp.igamma_p, "the regularized lower incomplete gamma function P(a, x)", "[2.0], 1.0"),
     "igammac": (sp.igammac_p, "the regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)", "[2.0], 1.0"),
+    "random_gamma_grad": (sp.random_gamma_grad_p, "dx/da for a Gamma(a) sample x held at its quantile P(a, x): "
+                          "-(dP/da) / (dP/dx) (the implicit gradient of ember.random.gamma)", "[2.0], 1.0"),
 }
 
 # What each example above prints, checked against NumPy/SciPy when written (the doctests check it stays so).
@@ -154,6 +156,7 @@ _OUTPUTS = {
     "zeta": "Array([1.644934], dtype=float32)",
     "igamma": "Array([0.26424113], dtype=float32)",
     "igammac": "Array([0.7357589], dtype=float32)",
+    "random_gamma_grad": "Array([0.7507787], dtype=float32)",
 }
 
 

@@ -16,6 +16,21 @@ Everything is built on one primitive, ``threefry2x32`` (Threefry-2x32, 20
 rounds), with the bit layouts of JAX's threefry implementation.
 """
 
+from ember.random._continuous import (
+    cauchy,
+    double_sided_maxwell,
+    exponential,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    pareto,
+    rademacher,
+    rayleigh,
+    triangular,
+    wald,
+    weibull_min,
+)
 from ember.random._distributions import (
     bernoulli,
     categorical,
@@ -25,10 +40,19 @@ from ember.random._distributions import (
     truncated_normal,
     uniform,
 )
+from ember.random._discrete import binomial, geometric, poisson
+from ember.random._gamma import beta, chisquare, dirichlet, f, gamma, generalized_normal, loggamma, t
 from ember.random._keys import PRNGKey, bits, fold_in, key, split, threefry2x32
+from ember.random._multivariate import ball, multivariate_normal, orthogonal
 from ember.random._sampling import choice, permutation
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "choice", "fold_in", "gumbel", "key", "normal", "permutation",
     "randint", "split", "threefry2x32", "truncated_normal", "uniform",
+    # continuous
+    "beta", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma",
+    "generalized_normal", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "pareto", "rademacher",
+    "rayleigh", "t", "triangular", "wald", "weibull_min",
+    # discrete and multivariate
+    "ball", "binomial", "geometric", "multivariate_normal", "orthogonal", "poisson",
 ]  # fmt: skip

@@ -22,6 +22,8 @@ zeta_p = Elementwise("zeta", FLOATING)
 # igamma(a, x), igammac(a, x): regularized lower and upper incomplete gamma functions.
 igamma_p = Elementwise("igamma", FLOATING)
 igammac_p = Elementwise("igammac", FLOATING)
+# random_gamma_grad(a, x): dx/da of a Gamma(a) sample x held at its quantile (ember.random.gamma's jvp).
+random_gamma_grad_p = Elementwise("random_gamma_grad", FLOATING)
 
 
 # --- differentiation rules ------------------------------------------------------------------
@@ -78,3 +80,14 @@ defjvp(zeta_p, _unsupported("zeta", "s", "q", "it is a series in log(q + k) with
        lambda t, ans, s, q: _neg(_mul(t, _mul(s, zeta_p.bind(_add(s, _const(s, 1)), q)))))  # fmt: skip
 defjvp(igamma_p, _unsupported("igamma", "a", "x", _NO_GRAD_A), _igamma_dx)
 defjvp(igammac_p, _unsupported("igammac", "a", "x", _NO_GRAD_A), lambda t, ans, a, x: _neg(_igamma_dx(t, ans, a, x)))
+
+
+def _random_gamma_grad_jvp(t, ans, a, x):
+    raise EmberError(
+        "random_gamma_grad: has no derivative (as in JAX), so ember.random.gamma and the samplers built on it "
+        "(loggamma, beta, dirichlet, chisquare, t, f, generalized_normal, ball) differentiate once in their "
+        "parameters, not twice; for higher derivatives hold the sample fixed with lax.stop_gradient"
+    )
+
+
+defjvp(random_gamma_grad_p, _random_gamma_grad_jvp, _random_gamma_grad_jvp)

@@ -1,0 +1,379 @@
+"""Continuous distributions that are a transform of uniform or normal draws.
+
+Each follows JAX's algorithm (``jax.random``), so a key gives the numbers JAX
+gives (up to the last bits of erf_inv for the normal-based ones): exponential
+from ``-log1p(-u)``, laplace, logistic and cauchy by inverting their CDFs,
+and pareto, lognormal, weibull_min, rayleigh, wald, triangular, maxwell,
+double_sided_maxwell and rademacher built on those.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.array import Array
+from ember.core.primitives._rules import broadcast_shapes
+from ember.errors import DTypeError, ShapeError
+from ember.lax import _elementwise as ew
+from ember.lax import _structural as st
+from ember.lax._convert import convert
+from ember.random._distributions import (
+    ArrayLike,
+    _broadcast,
+    _float_dtype,
+    _normal_real,
+    _param,
+    _uniform,
+    bernoulli,
+)
+from ember.random._keys import KeyArray, Shape, canonical_shape, check_key, check_shape, const, split
+
+__all__ = ["cauchy", "double_sided_maxwell", "exponential", "laplace", "logistic", "lognormal", "maxwell", "pareto",
+           "rademacher", "rayleigh", "triangular", "wald", "weibull_min"]  # fmt: skip
+
+
+# --- shared checks (the samplers in _gamma, _discrete and _multivariate use them too) -------------
+
+
+def result_shape(fn: str, shape, *param_shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The sample shape: `shape` checked against the parameters, or their broadcast shape for None."""
+    if shape is not None:
+        shape = canonical_shape(fn, shape)
+        check_shape(fn, shape, *param_shapes)
+        return shape
+    try:
+        return broadcast_shapes(f"ember.random.{fn}", *param_shapes) if param_shapes else ()
+    except ShapeError:
+        shown = ", ".join(str(s) for s in param_shapes)
+        raise ShapeError(
+            f"ember.random.{fn}: parameters of shapes {shown} do not broadcast together; "
+            "pass arrays whose trailing dimensions are equal or 1"
+        ) from None
+
+
+def prepare(fn: str, key, dtype) -> tuple[Array, np.dtype]:
+    """The checked key and the floating result dtype (default float32, float64 under x64)."""
+    return check_key(fn, key), _float_dtype(fn, dtype)
+
+
+def uniform_open(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float = 1.0) -> Array:
+    return _uniform(fn, key, shape, dtype, const(lo, dtype), const(hi, dtype))
+
+
+def _standard_exponential(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+    # 1 - u lies in (0, 1], so the log is finite.
+    return ew.neg(ew.log1p(ew.neg(uniform_open(fn, key, shape, dtype, 0.0))))
+
+
+# --- inverse-CDF samplers ----------------------------------------------------------------------------
+
+
+def exponential(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
+    """Standard exponential samples (density e^-x on x >= 0): ``-log(1 - u)``.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      shape: the result's shape (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> x = ember.random.exponential(ember.random.key(0), (1000,))
+    >>> bool((x >= 0).all()), round(float(x.mean()), 1)
+    (True, 1.0)
+    """
+    key, dtype = prepare("exponential", key, dtype)
+    return _standard_exponential("exponential", key, canonical_shape("exponential", shape), dtype)
+
+
+def laplace(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
+    """Standard Laplace samples (density e^-|x| / 2).
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      shape: the result's shape (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> ember.random.laplace(ember.random.key(0), (2, 3)).shape
+    (2, 3)
+    """
+    key, dtype = prepare("laplace", key, dtype)
+    shape = canonical_shape("laplace", shape)
+    # u in (-1, 1): sign(u) log(1 - |u|) is the inverse CDF of a symmetric density.
+    u = uniform_open("laplace", key, shape, dtype, -1.0 + float(dtypes.finfo(dtype).epsneg))
+    return ew.mul(ew.sign(u), ew.log1p(ew.neg(ew.abs(u))))
+
+
+def logistic(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
+    """Standard logistic samples (CDF 1 / (1 + e^-x)): ``log(u / (1 - u))``.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      shape: the result's shape (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> ember.random.logistic(ember.random.key(0), (3,)).dtype
+    dtype('float32')
+    """
+    key, dtype = prepare("logistic", key, dtype)
+    shape = canonical_shape("logistic", shape)
+    u = uniform_open("logistic", key, shape, dtype, float(dtypes.finfo(dtype).tiny))
+    return ew.sub(ew.log(u), ew.log1p(ew.neg(u)))
+
+
+def cauchy(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
+    """Standard Cauchy samples (density 1 / (pi (1 + x^2))): ``tan(pi (u - 1/2))``.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      shape: the result's shape (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> ember.random.cauchy(ember.random.key(0), (3,)).shape
+    (3,)
+    """
+    key, dtype = prepare("cauchy", key, dtype)
+    shape = canonical_shape("cauchy", shape)
+    u = uniform_open("cauchy", key, shape, dtype, float(dtypes.finfo(dtype).eps))
+    return ew.tan(ew.mul(const(math.pi, dtype), ew.sub(u, 0.5)))
+
+
+def pareto(key: KeyArray, b: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Pareto samples with shape parameter `b` (density b / x^(b+1) on x >= 1): ``exp(E / b)``, E exponential.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      b: the shape parameter (> 0), a scalar or an array.
+      shape: the result's shape (default: `b`'s shape); `b` must broadcast to it.
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> bool((ember.random.pareto(ember.random.key(0), 3.0, (100,)) >= 1).all())
+    True
+    """
+    key, dtype = prepare("pareto", key, dtype)
+    b = _param("pareto", b, dtype)
+    shape = result_shape("pareto", shape, b.shape)
+    return ew.exp(ew.div(_standard_exponential("pareto", key, shape, dtype), _broadcast(b, shape)))
+
+
+def lognormal(key: KeyArray, sigma: ArrayLike = 1.0, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Log-normal samples: ``exp(sigma * N)`` for N standard normal.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      sigma: the standard deviation of the log (default 1), a scalar or an array.
+      shape: the result's shape (default: `sigma`'s shape); `sigma` must broadcast to it.
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> bool((ember.random.lognormal(ember.random.key(0), 0.5, (10,)) > 0).all())
+    True
+    """
+    key, dtype = prepare("lognormal", key, dtype)
+    sigma = _param("lognormal", sigma, dtype)
+    shape = result_shape("lognormal", shape, sigma.shape)
+    return ew.exp(ew.mul(_normal_real("lognormal", key, shape, dtype), _broadcast(sigma, shape)))
+
+
+def weibull_min(key: KeyArray, scale: ArrayLike, concentration: ArrayLike, shape: int | Shape = (), dtype=None) -> Array:
+    """Weibull samples: ``scale * E**(1 / concentration)`` for E standard exponential.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      scale: the scale (> 0), a scalar or an array broadcasting to `shape`.
+      concentration: the shape parameter k (> 0), a scalar or an array broadcasting to `shape`.
+      shape: the result's shape (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> ember.random.weibull_min(ember.random.key(0), 1.0, 2.0, (4,)).shape
+    (4,)
+    """
+    key, dtype = prepare("weibull_min", key, dtype)
+    scale, conc = _param("weibull_min", scale, dtype), _param("weibull_min", concentration, dtype)
+    shape = result_shape("weibull_min", shape, scale.shape, conc.shape)
+    e = _standard_exponential("weibull_min", key, shape, dtype)
+    return ew.mul(ew.pow(e, ew.div(const(1.0, dtype), _broadcast(conc, shape))), _broadcast(scale, shape))
+
+
+def rayleigh(key: KeyArray, scale: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Rayleigh samples: ``scale * sqrt(-2 log u)``.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      scale: the scale (> 0), a scalar or an array.
+      shape: the result's shape (default: `scale`'s shape); `scale` must broadcast to it.
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> ember.random.rayleigh(ember.random.key(0), 2.0, (3,)).shape
+    (3,)
+    """
+    key, dtype = prepare("rayleigh", key, dtype)
+    scale = _param("rayleigh", scale, dtype)
+    shape = result_shape("rayleigh", shape, scale.shape)
+    # JAX draws u in [0, 1); u = 0 gives inf with probability 2**-nmant.
+    u = uniform_open("rayleigh", key, shape, dtype, 0.0)
+    return ew.mul(_broadcast(scale, shape), ew.sqrt(ew.mul(ew.log(u), -2.0)))
+
+
+def wald(key: KeyArray, mean: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Wald (inverse Gaussian, unit shape) samples with the given mean (Michael, Schucany and Haas 1976).
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      mean: the mean (> 0), a scalar or an array.
+      shape: the result's shape (default: `mean`'s shape); `mean` must broadcast to it.
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> bool((ember.random.wald(ember.random.key(0), 1.0, (10,)) > 0).all())
+    True
+    """
+    key, dtype = prepare("wald", key, dtype)
+    mean = _param("wald", mean, dtype)
+    shape = result_shape("wald", shape, mean.shape)
+    k1, k2 = split(key)
+    mu = _broadcast(mean, shape)
+    v = _normal_real("wald", k1, shape, dtype)
+    z = uniform_open("wald", k2, shape, dtype, 0.0)
+    y = ew.mul(v, v)
+    mu_sq = ew.mul(mu, mu)
+    root = ew.sqrt(ew.add(ew.mul(ew.mul(mu, y), 4.0), ew.mul(mu_sq, ew.mul(y, y))))
+    x = ew.sub(ew.add(mu, ew.div(ew.mul(mu_sq, y), 2.0)), ew.mul(ew.div(mu, 2.0), root))
+    return ew.select(ew.le(z, ew.div(mu, ew.add(mu, x))), x, ew.div(mu_sq, x))
+
+
+def triangular(key: KeyArray, left: ArrayLike, mode: ArrayLike, right: ArrayLike, shape: int | Shape | None = None,
+               dtype=None) -> Array:  # fmt: skip
+    """Triangular samples on [left, right] with peak at `mode`, by inverting the CDF.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      left: the lower limit, a scalar or an array.
+      mode: the peak (left <= mode <= right), a scalar or an array.
+      right: the upper limit, a scalar or an array.
+      shape: the result's shape (default: the parameters' broadcast shape).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> x = ember.random.triangular(ember.random.key(0), 0.0, 1.0, 3.0, (100,))
+    >>> bool((x >= 0).all() and (x <= 3).all())
+    True
+    """
+    key, dtype = prepare("triangular", key, dtype)
+    lo, md, hi = (_param("triangular", p, dtype) for p in (left, mode, right))
+    shape = result_shape("triangular", shape, lo.shape, md.shape, hi.shape)
+    lo, md, hi = (_broadcast(p, shape) for p in (lo, md, hi))
+    width = ew.sub(hi, lo)
+    u = uniform_open("triangular", key, shape, dtype, 0.0)
+    below = ew.add(lo, ew.sqrt(ew.mul(ew.mul(u, width), ew.sub(md, lo))))
+    above = ew.sub(hi, ew.sqrt(ew.mul(ew.mul(ew.sub(1.0, u), width), ew.sub(hi, md))))
+    return ew.select(ew.lt(u, ew.div(ew.sub(md, lo), width)), below, above)
+
+
+# --- built on normals and signs ------------------------------------------------------------------
+
+
+def rademacher(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
+    """Random signs: -1 or +1 with equal probability.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      shape: the result's shape (default ()).
+      dtype: the result's dtype, integer or floating (default int32, int64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype` holding -1 and 1.
+
+    >>> sorted(set(ember.random.rademacher(ember.random.key(0), (20,)).tolist()))
+    [-1, 1]
+    """
+    key = check_key("rademacher", key)
+    dtype = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype, "ember.random.rademacher")
+    if not (dtypes.is_floating(dtype) or dtypes.is_integer(dtype) and not dtypes.is_unsigned(dtype)):
+        raise DTypeError(f"ember.random.rademacher: dtype must be a signed integer or floating dtype, got {dtype}")
+    return _rademacher("rademacher", key, canonical_shape("rademacher", shape), dtype)
+
+
+def _rademacher(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+    heads = convert(bernoulli(key, const(0.5, dtypes.default_float()), shape), dtype)
+    return ew.sub(ew.mul(heads, const(2, dtype)), const(1, dtype))
+
+
+def maxwell(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
+    """Maxwell samples: the length of a standard normal vector in three dimensions.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      shape: the result's shape (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> bool((ember.random.maxwell(ember.random.key(0), (5,)) > 0).all())
+    True
+    """
+    key, dtype = prepare("maxwell", key, dtype)
+    return _maxwell("maxwell", key, canonical_shape("maxwell", shape), dtype)
+
+
+def _maxwell(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+    n = _normal_real(fn, key, (*shape, 3), dtype)
+    return ew.sqrt(st.reduce_sum(ew.mul(n, n), (len(shape),)))
+
+
+def double_sided_maxwell(key: KeyArray, loc: ArrayLike, scale: ArrayLike, shape: int | Shape = (), dtype=None) -> Array:
+    """Double-sided Maxwell samples: ``loc + scale * s * M``, M Maxwell and s a random sign.
+
+    As in JAX, the result's shape is ``shape + broadcast(loc.shape, scale.shape)``.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      loc: the location, a scalar or an array.
+      scale: the scale, a scalar or an array.
+      shape: leading dimensions of the result (default ()).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of ``shape + params_shape`` and `dtype`.
+
+    >>> ember.random.double_sided_maxwell(ember.random.key(0), 0.0, 1.0, (4,)).shape
+    (4,)
+    """
+    key, dtype = prepare("double_sided_maxwell", key, dtype)
+    loc, scale = _param("double_sided_maxwell", loc, dtype), _param("double_sided_maxwell", scale, dtype)
+    params = result_shape("double_sided_maxwell", None, loc.shape, scale.shape)
+    shape = canonical_shape("double_sided_maxwell", shape) + params
+    k_maxwell, k_sign = split(key)
+    m = _maxwell("double_sided_maxwell", k_maxwell, shape, dtype)
+    s = _rademacher("double_sided_maxwell", k_sign, shape, dtype)
+    return ew.add(ew.mul(ew.mul(s, m), _broadcast(scale, shape)), _broadcast(loc, shape))
+

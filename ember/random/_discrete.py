@@ -1,0 +1,281 @@
+"""Discrete distributions: poisson, binomial and geometric (JAX's algorithms).
+
+The rejection samplers run in a `lax.while_loop` over the whole array: each
+round draws for every element, elements that accept keep their value, and the
+loop ends when all have accepted. The loop is exact (no cap on the rounds, so
+no failure probability), batches under `vmap` (per-example keys: a masked loop
+until every example is done) and compiles under `jit` with the same bits as
+eagerly. Expected rounds are small and bounded independently of the
+parameters: Knuth's Poisson sampler (lam < 10) needs lam + 1 rounds on
+average, Hormann's PTRS (lam >= 10) and BTRS (binomial, n * min(p, 1-p) > 10)
+accept with probability above 0.79 per round, and binomial inversion
+(n * min(p, 1-p) <= 10) needs about n * min(p, 1-p) + 1 rounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.array import Array, from_host
+from ember.errors import DTypeError
+from ember.lax import _elementwise as ew
+from ember.lax import _structural as st
+from ember.lax._convert import convert
+from ember.lax.control_flow import while_loop
+from ember.random._continuous import prepare, result_shape, uniform_open
+from ember.random._distributions import ArrayLike, _broadcast, _param
+from ember.random._keys import KeyArray, Shape, check_key, const, split
+
+__all__ = ["binomial", "geometric", "poisson"]
+
+
+def _int_dtype(fn: str, dtype) -> np.dtype:
+    dtype = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype, f"ember.random.{fn}")
+    if not dtypes.is_integer(dtype):
+        raise DTypeError(f"ember.random.{fn}: dtype must be an integer dtype, got {dtype}; {fn} draws counts")
+    return dtype
+
+
+def _real_param(fn: str, x, name: str) -> Array:
+    x = x if isinstance(x, Array) else from_host(x, f"ember.random.{fn}")
+    if dtypes.is_complex(x.dtype) or x.dtype == dtypes.bool_:
+        raise DTypeError(f"ember.random.{fn}: {name} must be real, got shape {x.shape} and dtype {x.dtype}")
+    return x
+
+
+def _any(x: Array) -> Array:
+    return st.reduce_or(x, tuple(range(x.ndim))) if x.ndim else x
+
+
+# --- poisson ------------------------------------------------------------------------------------------
+
+
+def poisson(key: KeyArray, lam: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Poisson samples with rate `lam` (computed in float32, as in JAX).
+
+    Knuth's multiplication method for lam < 10, Hormann's transformed rejection
+    (PTRS, 1993) above, as in JAX, TensorFlow and NumPy. lam = 0 gives 0; a
+    negative or NaN lam gives -1 (as in JAX).
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      lam: the rate (>= 0), a scalar or an array.
+      shape: the result's shape (default: `lam`'s shape); `lam` must broadcast to it.
+      dtype: an integer dtype (default int32, int64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> x = ember.random.poisson(ember.random.key(0), 3.0, (2000,))
+    >>> x.dtype, round(float(x.mean()))
+    (dtype('int32'), 3)
+    """
+    key = check_key("poisson", key)
+    dtype = _int_dtype("poisson", dtype)
+    lam = convert(_real_param("poisson", lam, "lam"), dtypes.float32)
+    shape = result_shape("poisson", shape, lam.shape)
+    lam = _broadcast(lam, shape)
+    if lam.size == 0:
+        return const(np.zeros(shape, dtype), dtype)
+    use_knuth = ew.bitwise_or(ew.ne(lam, lam), ew.lt(lam, 10.0))
+    lam_knuth = ew.select(use_knuth, lam, ew.mul(lam, 0.0))
+    lam_reject = ew.select(use_knuth, _broadcast(const(1e5, lam.dtype), shape), lam)
+    out = ew.select(use_knuth, _poisson_knuth(key, lam_knuth, dtype), _poisson_rejection(key, lam_reject, dtype))
+    return ew.select(ew.eq(lam, 0.0), ew.mul(out, const(0, dtype)), out)
+
+
+def _poisson_knuth(key: Array, lam: Array, dtype: np.dtype) -> Array:
+    # Count uniforms until their product drops below e^-lam.
+    def body(state):
+        k, rng, log_prod = state
+        rng, sub = split(rng)
+        k = ew.select(ew.gt(log_prod, ew.neg(lam)), ew.add(k, const(1, dtype)), k)
+        u = uniform_open("poisson", sub, lam.shape, lam.dtype, 0.0)
+        return k, rng, ew.add(log_prod, ew.log(u))
+
+    init = (const(np.zeros(lam.shape, dtype), dtype), key, ew.mul(lam, 0.0))
+    k, _, _ = while_loop(lambda s: _any(ew.gt(s[2], ew.neg(lam))), body, init)
+    return ew.sub(k, const(1, dtype))
+
+
+def _poisson_rejection(key: Array, lam: Array, dtype: np.dtype) -> Array:
+    # Hormann (1993), "The transformed rejection method for generating Poisson random variables".
+    log_lam = ew.log(lam)
+    b = ew.add(ew.mul(ew.sqrt(lam), 2.53), 0.931)
+    a = ew.add(ew.mul(b, 0.02483), -0.059)
+    inv_alpha = ew.add(ew.div(const(1.1328, lam.dtype), ew.sub(b, 3.4)), 1.1239)
+    v_r = ew.sub(const(0.9277, lam.dtype), ew.div(const(3.6224, lam.dtype), ew.sub(b, 2.0)))
+
+    def body(state):
+        k_out, accepted, rng = state
+        rng, k0, k1 = split(rng, 3)
+        u = ew.sub(uniform_open("poisson", k0, lam.shape, lam.dtype, 0.0), 0.5)
+        v = uniform_open("poisson", k1, lam.shape, lam.dtype, 0.0)
+        us = ew.sub(const(0.5, lam.dtype), ew.abs(u))
+        k = ew.floor(ew.add(ew.add(ew.mul(ew.add(ew.div(ew.mul(a, 2.0), us), b), u), lam), 0.43))
+        s = ew.log(ew.div(ew.mul(v, inv_alpha), ew.add(ew.div(a, ew.mul(us, us)), b)))
+        t = ew.sub(ew.add(ew.neg(lam), ew.mul(k, log_lam)), ew.lgamma(ew.add(k, 1.0)))
+        accept1 = ew.bitwise_and(ew.ge(us, 0.07), ew.le(v, v_r))
+        reject = ew.bitwise_or(ew.lt(k, 0.0), ew.bitwise_and(ew.lt(us, 0.013), ew.gt(v, us)))
+        accept = ew.bitwise_or(accept1, ew.bitwise_and(ew.bitwise_not(reject), ew.le(s, t)))
+        return ew.select(accept, k, k_out), ew.bitwise_or(accepted, accept), rng
+
+    init = (ew.sub(ew.mul(lam, 0.0), 1.0), ew.ne(lam, lam), key)
+    k, _, _ = while_loop(lambda s: _any(ew.bitwise_not(s[1])), body, init)
+    return convert(k, dtype)
+
+
+# --- binomial -----------------------------------------------------------------------------------------
+
+# log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi)/2] for k = 0..9 (Kachitvichyanukul and Schmeiser).
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                  0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                  0.00925546218271273, 0.00833056343336287)  # fmt: skip
+
+
+def _stirling_tail(k: Array) -> Array:
+    # The table below 10, the series 1/12 - 1/(360 m^2) + 1/(1260 m^4) over m = k + 1 above. (JAX evaluates
+    # the series at min(k, 9), which makes its BTRS bound slightly off for k > 9.)
+    table = const(0.0, k.dtype)
+    clamped = ew.floor(ew.clamp(0.0, k, 9.0))
+    for i, v in enumerate(_STIRLING_TAIL):
+        table = ew.select(ew.eq(clamped, float(i)), _broadcast(const(v, k.dtype), k.shape), _broadcast(table, k.shape))
+    m2 = ew.mul(ew.add(k, 1.0), ew.add(k, 1.0))
+    series = ew.div(ew.sub(const(1.0 / 12, k.dtype), ew.div(ew.sub(const(1.0 / 360, k.dtype), ew.div(const(1.0 / 1260, k.dtype), m2)), m2)), ew.add(k, 1.0))
+    return ew.select(ew.le(k, 9.0), table, series)
+
+
+def binomial(key: KeyArray, n: ArrayLike, p: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Binomial samples: the number of successes in `n` trials of probability `p` (as floats, as in JAX).
+
+    Inversion (summing geometric waiting times) where n * min(p, 1-p) <= 10,
+    Hormann's BTRS transformed rejection (1993) above, as in JAX and
+    TensorFlow. A non-integer n is floored; NaN or negative n, and p outside
+    [0, 1] or NaN, give NaN; n = inf gives inf.
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      n: the number of trials, a scalar or an array.
+      p: the success probability, a scalar or an array.
+      shape: the result's shape (default: the broadcast shape of `n` and `p`).
+      dtype: a floating dtype (default float32, float64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype` holding whole numbers in [0, n].
+
+    >>> x = ember.random.binomial(ember.random.key(0), 20, 0.25, (2000,))
+    >>> round(float(x.mean()))
+    5
+    """
+    key, dtype = prepare("binomial", key, dtype)
+    count = _param("binomial", _real_param("binomial", n, "n"), dtype)
+    prob = _param("binomial", _real_param("binomial", p, "p"), dtype)
+    shape = result_shape("binomial", shape, count.shape, prob.shape)
+    if 0 in shape:
+        return const(np.zeros(shape, dtype), dtype)
+    count, prob = _broadcast(count, shape), _broadcast(prob, shape)
+    full = lambda v: _broadcast(const(v, dtype), shape)  # noqa: E731
+    p_lt_half = ew.lt(prob, 0.5)
+    q = ew.select(p_lt_half, prob, ew.sub(1.0, prob))
+    count_bad = ew.bitwise_or(ew.ne(count, count), ew.lt(count, 0.0))
+    count_inf = ew.eq(ew.abs(count), np.inf)
+    q_nan, q_neg = ew.ne(q, q), ew.lt(q, 0.0)
+    q = ew.select(ew.bitwise_or(q_nan, q_neg), full(0.01), q)
+    use_inversion = ew.bitwise_or(count_bad, ew.le(ew.mul(count, q), 10.0))
+    count = ew.floor(count)
+    # Invalid elements run either loop with harmless values (their result is replaced below).
+    count_inv = ew.select(ew.bitwise_or(use_inversion, count_bad), ew.select(count_bad, full(0.0), count), full(0.0))
+    count_btrs = ew.select(ew.bitwise_or(use_inversion, count_inf), full(1e4), count)
+    q_btrs = ew.select(use_inversion, full(0.5), q)
+    samples = ew.select(use_inversion, _binomial_inversion(key, count_inv, q), _btrs(key, count_btrs, q_btrs))
+    invalid = ew.bitwise_or(ew.bitwise_or(q_neg, q_nan), count_bad)
+    samples = ew.select(invalid, full(np.nan), samples)
+    samples = ew.select(ew.bitwise_and(count_inf, ew.bitwise_not(invalid)), full(np.inf), samples)
+    keep = ew.bitwise_or(ew.bitwise_or(p_lt_half, invalid), count_inf)
+    return ew.select(keep, samples, ew.sub(count, samples))
+
+
+def _binomial_inversion(key: Array, count: Array, prob: Array) -> Array:
+    # The number of geometric waiting times (trials up to a success) that fit in `count` trials.
+    log1mp = ew.log1p(ew.neg(prob))
+
+    def body(state):
+        num, total, rng = state
+        sub, rng = split(rng)
+        num = ew.select(ew.le(total, count), ew.add(num, 1.0), num)
+        u = uniform_open("binomial", sub, prob.shape, prob.dtype, 0.0)
+        return num, ew.add(total, ew.ceil(ew.div(ew.log(u), log1mp))), rng
+
+    zeros = ew.mul(prob, 0.0)
+    num, _, _ = while_loop(lambda s: _any(ew.le(s[1], count)), body, (zeros, zeros, key))
+    return ew.sub(num, 1.0)
+
+
+def _btrs(key: Array, count: Array, prob: Array) -> Array:
+    # Hormann (1993), "The generation of binomial random variates".
+    stddev = ew.sqrt(ew.mul(ew.mul(count, prob), ew.sub(1.0, prob)))
+    b = ew.add(ew.mul(stddev, 2.53), 1.15)
+    a = ew.add(ew.add(ew.mul(b, 0.0248), -0.0873), ew.mul(prob, 0.01))
+    c = ew.add(ew.mul(count, prob), 0.5)
+    v_r = ew.sub(const(0.92, prob.dtype), ew.div(const(4.2, prob.dtype), b))
+    r = ew.div(prob, ew.sub(1.0, prob))
+    alpha = ew.mul(ew.add(ew.div(const(5.1, prob.dtype), b), 2.83), stddev)
+    m = ew.floor(ew.mul(ew.add(count, 1.0), prob))
+    log = ew.log
+
+    def body(state):
+        k_out, accepted, rng = state
+        rng, k0, k1 = split(rng, 3)
+        u = ew.sub(uniform_open("binomial", k0, prob.shape, prob.dtype, 0.0), 0.5)
+        v = uniform_open("binomial", k1, prob.shape, prob.dtype, 0.0)
+        us = ew.sub(const(0.5, prob.dtype), ew.abs(u))
+        accept1 = ew.bitwise_and(ew.ge(us, 0.07), ew.le(v, v_r))
+        k = ew.floor(ew.add(ew.mul(ew.add(ew.div(ew.mul(a, 2.0), us), b), u), c))
+        reject = ew.bitwise_or(ew.lt(k, 0.0), ew.gt(k, count))
+        v = log(ew.div(ew.mul(v, alpha), ew.add(ew.div(a, ew.mul(us, us)), b)))
+        # The bound matters only for k in [0, n] (others are rejected); clamping keeps its logs real.
+        k_in = ew.clamp(0.0, k, count)
+        n_m1, n_k1 = ew.add(ew.sub(count, m), 1.0), ew.add(ew.sub(count, k_in), 1.0)
+        bound = ew.add(
+            ew.add(ew.mul(ew.add(m, 0.5), log(ew.div(ew.add(m, 1.0), ew.mul(r, n_m1)))),
+                   ew.mul(ew.add(count, 1.0), log(ew.div(n_m1, n_k1)))),
+            ew.mul(ew.add(k_in, 0.5), log(ew.div(ew.mul(r, n_k1), ew.add(k_in, 1.0)))))  # fmt: skip
+        tails = ew.sub(ew.add(_stirling_tail(m), _stirling_tail(ew.sub(count, m))),
+                       ew.add(_stirling_tail(k_in), _stirling_tail(ew.sub(count, k_in))))  # fmt: skip
+        accept = ew.bitwise_or(accept1, ew.bitwise_and(ew.bitwise_not(reject), ew.le(v, ew.add(bound, tails))))
+        return ew.select(accept, k, k_out), ew.bitwise_or(accepted, accept), rng
+
+    init = (ew.sub(ew.mul(prob, 0.0), 1.0), ew.ne(prob, prob), key)
+    k, _, _ = while_loop(lambda s: _any(ew.bitwise_not(s[1])), body, init)
+    return k
+
+
+# --- geometric ----------------------------------------------------------------------------------------
+
+
+def geometric(key: KeyArray, p: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
+    """Geometric samples: the number of trials up to and including the first success (1, 2, ...).
+
+    Args:
+      key: a key from `key`, `split` or `fold_in`.
+      p: the success probability of each trial, in (0, 1], a scalar or an array.
+      shape: the result's shape (default: `p`'s shape); `p` must broadcast to it.
+      dtype: an integer dtype (default int32, int64 with ``enable_x64``).
+
+    Returns:
+      An array of `shape` and `dtype` with values >= 1.
+
+    >>> x = ember.random.geometric(ember.random.key(0), 0.25, (2000,))
+    >>> int(x.min()), round(float(x.mean()))
+    (1, 4)
+    """
+    key = check_key("geometric", key)
+    dtype = _int_dtype("geometric", dtype)
+    p = _real_param("geometric", p, "p")
+    p = convert(p, p.dtype if dtypes.is_floating(p.dtype) else dtypes.default_float())
+    shape = result_shape("geometric", shape, p.shape)
+    u = uniform_open("geometric", key, shape, p.dtype, 0.0)
+    u = ew.select(ew.eq(u, 0.0), _broadcast(const(1.0, p.dtype), shape), u)
+    g = ew.add(ew.floor(ew.div(ew.log(u), _broadcast(ew.log1p(ew.neg(p)), shape))), 1.0)
+    return convert(g, dtype)
