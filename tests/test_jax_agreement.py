@@ -187,3 +187,22 @@ def test_where_mask_broadcasting_in_nanmean_and_errors_elsewhere():
     with pytest.raises(ember.errors.ShapeError, match=r"sum\(where=...\): shapes \(2, 3\) and \(5,\)"):
         enp.sum(a, where=np.ones(5, bool))
     assert enp.any(enp.ones((2, 3)), axis=1, keepdims=True, where=np.ones((4, 2, 3), bool)).shape == (4, 1, 3)
+
+
+# --- the derivative of entr ----------------------------------------------------------------------
+# JAX differentiates entr(x) = -x log x as -(log(x) + 1) everywhere: +inf at 0 (the slope from the
+# right), NaN for x < 0 (entr is -inf there: no derivative), NaN at NaN, -inf at +inf.
+
+
+def _entr_slope(v: float) -> float:
+    with np.errstate(all="ignore"):
+        return float(-(np.log(np.float64(v)) + 1.0))
+
+
+@pytest.mark.parametrize("v", [-1.0, -1e-3, 0.0, 1e-3, 0.5, 1.0, 3.0, np.nan, np.inf])
+def test_entr_derivative(v):
+    entr = ember.scipy.special.entr
+    want = _entr_slope(v)
+    for got in (_quiet(lambda: ember.grad(entr)(v)), _quiet(lambda: ember.jvp(entr, (v,), (1.0,))[1])):
+        np.testing.assert_allclose(float(got), want, rtol=1e-6)
+    assert np.isnan(_entr_slope(-1.0))  # the rule's NaN for negative inputs

@@ -15,6 +15,7 @@ from ember.core.array import Array
 from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
 from ember.errors import DTypeError
 from ember.lax._convert import convert as _convert
+from ember.transforms.custom import custom_jvp
 from ember.numpy import _core, _shape
 
 ArrayLike = _core.ArrayLike
@@ -250,9 +251,19 @@ def entr(x: ArrayLike) -> Array:
     Array([ 0.       ,  0.3465736, -0.       ], dtype=float32)
     """
     (p,) = _inexact("entr", x, real=True)
+    return _entr(p)
+
+
+def _entr_values(p: Array) -> Array:
     zero = _full_like(p, 0)
     positive = lax.neg(lax.mul(p, lax.log(lax.select(lax.gt(p, zero), p, _full_like(p, 1)))))
     out = lax.select(lax.gt(p, zero), positive, zero)
     out = lax.select(lax.lt(p, zero), _full_like(p, -math.inf), out)
     return lax.select(_isnan(p), p, out)
+
+
+# JAX's derivative, -(log(x) + 1) everywhere: +inf at 0 (the slope from the right), NaN for x < 0,
+# where entr is -inf and has none (JAX's grad gives NaN there), NaN at NaN. One rule for both modes.
+_entr = custom_jvp(_entr_values)
+_entr.defjvps(lambda t, ans, p: lax.mul(t, lax.neg(lax.add(lax.log(p), _full_like(p, 1)))))
 
