@@ -17,6 +17,7 @@ from ember.lax._conv import (
 )
 from ember.lax._elementwise import *
 from ember.lax._elementwise import __all__ as _elementwise_all
+from ember.lax._fft import FftType, fft
 from ember.lax._indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,
@@ -75,4 +76,5 @@ __all__ = [*_elementwise_all, *_sorting_all, "argmax", "argmin", "broadcast", "b
            "dynamic_update_slice", "dynamic_update_slice_in_dim", "gather", "index_in_dim", "scatter", "scatter_add",
            "scatter_max", "scatter_min", "scatter_mul", "ConvDimensionNumbers", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_transpose", "conv_with_general_padding", "reduce_window", "all_gather",
-           "axis_index", "pmax", "pmean", "pmin", "psum", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]  # fmt: skip
+           "axis_index", "pmax", "pmean", "pmin", "psum", "FftType", "fft", "cond", "fori_loop", "map", "scan", "switch",
+           "while_loop"]  # fmt: skip
