@@ -206,3 +206,18 @@ def test_entr_derivative(v):
     for got in (_quiet(lambda: ember.grad(entr)(v)), _quiet(lambda: ember.jvp(entr, (v,), (1.0,))[1])):
         np.testing.assert_allclose(float(got), want, rtol=1e-6)
     assert np.isnan(_entr_slope(-1.0))  # the rule's NaN for negative inputs
+
+
+# --- a documented difference: convolution windows wider than the padded input -------------------
+
+
+@pytest.mark.parametrize("size, rhs_dilation, padding", [(3, 2, "VALID"), (2, 1, "VALID"), (2, 1, [(-1, 0)])])
+def test_conv_window_wider_than_input_raises(size, rhs_dilation, padding):
+    # JAX returns an empty result here (output size max(0, ...)); ember raises, as its docstring says.
+    assert "JAX returns an empty result" in lax.conv_general_dilated.__doc__
+    x, w = enp.ones((1, 1, size)), enp.ones((1, 1, 3))
+    with pytest.raises(ember.errors.ShapeError, match="window .* is larger than the padded input along spatial dimension 0"):
+        lax.conv_general_dilated(x, w, (1,), padding, rhs_dilation=(rhs_dilation,))
+    # One element more of padding and the window fits: a result of size 1 (JAX's too).
+    fitting = [(0, 5 - size)] if rhs_dilation == 2 else [(0, 1)]
+    assert lax.conv_general_dilated(x, w, (1,), fitting, rhs_dilation=(rhs_dilation,)).shape == (1, 1, 1)

@@ -162,6 +162,12 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
     Returns:
       The convolution, laid out as dimension_numbers' out_spec says.
 
+    Raises:
+      ShapeError: where the dilated window is wider than the padded (and dilated) input along a
+        spatial dimension. This differs from JAX on purpose: JAX returns an empty result (that
+        dimension of size 0), which hides a misconfigured layer until a later shape error or a
+        silently empty loss; ember says which dimension and how much padding is missing.
+
     >>> x, w = enp.ones((1, 1, 4, 4)), enp.ones((2, 1, 3, 3))
     >>> lax.conv_general_dilated(x, w, (1, 1), "SAME").shape
     (1, 2, 4, 4)
