@@ -495,10 +495,13 @@ def test_config_errors():
         ember.config.enable_x64 = True
 
 
-def test_x64_off_values_wrap_like_a_cast():
-    # 2**31 + 1 stored as int64 by NumPy becomes int32 as a NumPy astype would.
+def test_x64_off_out_of_range_ints_raise_instead_of_wrapping():
+    # Issue 14: int64 values outside int32's range used to wrap around silently (2**40 -> 0); values
+    # in range still convert.
     source = np.array([2**31 + 1, -5], dtype=np.int64)
-    np.testing.assert_array_equal(np.asarray(enp.asarray(source)), source.astype(np.int32))
+    with pytest.raises(ember.errors.EmberOverflowError, match="enable_x64"):
+        enp.asarray(source)
+    np.testing.assert_array_equal(np.asarray(enp.asarray(np.array([2**31 - 1, -5]))), [2**31 - 1, -5])
 
 
 # --- weak Python scalars -------------------------------------------------------------------------

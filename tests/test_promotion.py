@@ -266,12 +266,14 @@ def test_promote_types_documented_examples():
 
 
 def test_scalar_type_names():
-    assert enp.bfloat16 is ml_dtypes.bfloat16
-    assert enp.float32 is np.float32
-    assert enp.int8 is np.int8
-    assert enp.uint64 is np.uint64
-    assert enp.complex64 is np.complex64
-    assert enp.bool_ is np.bool_
+    # As in JAX, enp.float32 & co. are dtypes equal to NumPy's (calling one makes an ember Array:
+    # tests/test_array_api.py).
+    assert np.dtype(enp.bfloat16) == ml_dtypes.bfloat16
+    assert enp.float32 == np.float32 and np.dtype(enp.float32) == np.float32
+    assert enp.int8 == np.int8
+    assert enp.uint64 == np.uint64
+    assert enp.complex64 == np.complex64
+    assert enp.bool_ == np.bool_ and enp.bool == np.bool_
 
 
 # ---------------------------------------------------------------------------

@@ -269,6 +269,8 @@ def from_host(x, op: str = "asarray") -> Array:
             )
         value = value.astype(dtypes.to_dtype(value.dtype))
     dtype = dtypes.canonicalize(value.dtype)
+    if dtype != value.dtype and dtypes.is_integer(dtype):
+        dtypes.check_narrowed_ints(value, dtype, op)
     # Only a value NumPy built afresh from Python data may be kept as is; anything else (an ndarray,
     # a view, an object whose __array__ hands out its own buffer) is copied so later writes cannot reach it.
     fresh = isinstance(x, (list, tuple, np.generic)) and value.base is None

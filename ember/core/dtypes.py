@@ -271,9 +271,33 @@ def check_int_fits(value: int, op: str) -> None:
     """
     info = np.iinfo(default_int())
     if not info.min <= value <= info.max:
+        if not config.enable_x64 and np.iinfo(int64).min <= value <= np.iinfo(uint64).max:
+            hint = "turn on 64-bit mode (ember.config.update('enable_x64', True))"
+            if 0 <= value <= np.iinfo(uint32).max:
+                hint += " or ask for uint32 (ember.numpy.asarray(value, dtype='uint32'))"
+        elif 0 <= value <= np.iinfo(uint64).max:
+            hint = "ask for uint64 (ember.numpy.asarray(value, dtype='uint64'))"
+        else:
+            hint = "no ember integer dtype holds it; use a float (e.g. float(value))"
         raise EmberOverflowError(
-            f"{op}: Python int {value} is too large for {default_int()} (range [{info.min}, {info.max}]); "
-            "turn on 64-bit mode (ember.config.update('enable_x64', True)) or pass a NumPy array of the dtype you need"
+            f"{op}: Python int {value} is too large for {default_int()} (range [{info.min}, {info.max}]); {hint}"
+        )
+
+
+def check_narrowed_ints(value: np.ndarray, dtype: np.dtype, op: str) -> None:
+    """Raise when a 64-bit integer array holds values that its 32-bit counterpart `dtype` (x64 off) cannot,
+    instead of wrapping them around silently."""
+    if value.size == 0:
+        return
+    info = np.iinfo(dtype)
+    low, high = value.min(), value.max()
+    if low < info.min or high > info.max:
+        bad = low if low < info.min else high
+        raise EmberOverflowError(
+            f"{op}: a {value.dtype} array holding {bad} does not fit {dtype} (range [{info.min}, {info.max}]), which "
+            f"is what {value.dtype} becomes while 64-bit mode is off; turn it on "
+            "(ember.config.update('enable_x64', True)), or convert the values yourself first "
+            "(e.g. to float32, or np.asarray(x).astype(np.int32) to wrap them around)"
         )
 
 

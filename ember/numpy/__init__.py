@@ -5,6 +5,20 @@ Promotion follows JAX's lattice; 64-bit types need ``ember.config`` x64.
 """
 
 from ember.numpy import _methods, fft, linalg
+from ember.numpy._array_api import (
+    __array_api_version__,
+    __array_namespace_info__,
+    astype,
+    count_nonzero,
+    cumulative_prod,
+    cumulative_sum,
+    from_dlpack,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+    unstack,
+)
 from ember.numpy._contract import dot, einsum, inner, kron, matmul, matvec, outer, tensordot, vdot, vecdot, vecmat
 from ember.numpy._core import asarray
 from ember.numpy._creation import (
@@ -36,6 +50,7 @@ from ember.numpy._math import round
 from ember.numpy._index_tricks import *
 from ember.numpy._polynomial import *
 from ember.numpy._statistics import *
+from ember.numpy._ndarray_extras import choose, compress, ptp
 from ember.numpy._reductions import (
     all,
     amax,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.array import Array, from_host
+from ember.core.array import CPU, Array, from_host, wrap
+from ember.core.primitives import elementwise as ew
 from ember.core.primitives._rules import normalize_axis
-from ember.errors import DTypeError, InvalidArgumentError
+from ember.errors import DTypeError, EmberOverflowError, InvalidArgumentError
 from ember.lax._convert import convert, scalar_as
 
 ArrayLike = Array | np.ndarray | bool | int | float | complex | Sequence
@@ -17,20 +21,117 @@ ArrayLike = Array | np.ndarray | bool | int | float | complex | Sequence
 _PY_SCALARS = (bool, int, float, complex)
 
 
-def asarray(a: ArrayLike, dtype=None) -> Array:
+def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | None = None, device=None) -> Array:
     """An ember Array from `a` (no copy when `a` already is one of `dtype`).
 
-    >>> enp.asarray([1.0, 2.0]).dtype
+    Args:
+      a: an Array, NumPy array, Python scalar, nested sequence, or anything with ``__array__``.
+      dtype: the result dtype (64-bit types need x64; without it they give their 32-bit
+        counterparts and a warning naming ``enable_x64``, as in JAX).
+      order: "C", "K", "A" or None; ember arrays have no memory layout to choose.
+      copy: the array API's rule: True always copies; None copies only when needed;
+        False never copies and raises an InvalidArgumentError (a ValueError) when a copy is
+        needed (a Python sequence, a dtype change; a NumPy array of a canonical dtype is
+        shared, so writing to it afterwards shows in the ember array).
+      device: None or the array's device (``ember.devices()``).
+
+    Returns:
+      An Array.
+
+    >>> asarray([1.0, 2.0]).dtype
     dtype('float32')
+    >>> x = asarray([1, 2]); asarray(x, copy=False) is x
+    True
     """
-    return _asarray(a, dtype, "asarray")
+    if order not in (None, "C", "K", "A"):
+        raise InvalidArgumentError(f"asarray: order must be 'C', 'K', 'A' or None, got {order!r}; ember arrays are C-ordered")
+    check_device("asarray", device)
+    if copy is False:
+        return _asarray_no_copy(a, dtype)
+    x = _asarray(a, dtype, "asarray")
+    if copy and x is a:
+        x = ew.copy_p.bind(x)
+    return x
+
+
+def _asarray_no_copy(a, dtype) -> Array:
+    target = None if dtype is None else user_dtype(dtype, "asarray")
+    if isinstance(a, Array):
+        if target is not None and target != a.dtype:
+            raise InvalidArgumentError(
+                f"asarray(copy=False): converting a {a.dtype} array to {target} needs a copy; pass copy=None or True"
+            )
+        return a
+    if isinstance(a, np.ndarray) and a.dtype in dtypes.ALL:
+        canonical = dtypes.canonicalize(a.dtype)
+        if (target is None or target == canonical) and canonical == a.dtype:
+            view = a.view()
+            view.flags.writeable = False  # ember never writes to it; the owner still may
+            return wrap(view, False)
+        why = f"converting its {a.dtype} to {target or canonical}"
+    else:
+        why = f"building an array from a {type(a).__name__}"
+    raise InvalidArgumentError(f"asarray(copy=False): {why} needs a copy; pass copy=None or True")
 
 
 def _asarray(a, dtype, op: str) -> Array:
+    if dtype is not None and type(a) is int:
+        return _python_int(a, user_dtype(dtype, op), op)
     x = from_host(a, op) if not isinstance(a, Array) else a
     if dtype is not None:
-        x = convert(x, dtypes.canonicalize(dtype, op))
+        x = convert(x, user_dtype(dtype, op))
     return x
+
+
+def _python_int(value: int, dtype: np.dtype, op: str) -> Array:
+    # With an explicit dtype a Python int must fit that dtype (not the default int): uint32(3_000_000_000) is fine.
+    if dtypes.is_integer(dtype):
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise EmberOverflowError(
+                f"{op}: Python int {value} does not fit {dtype} (range [{info.min}, {info.max}]); "
+                "pick a wider integer dtype or a float dtype"
+            )
+        return wrap(np.asarray(value, dtype=dtype), False)
+    return wrap(np.asarray(value).astype(dtype) if dtype != dtypes.bool_ else np.asarray(bool(value)), False)
+
+
+_BUILTIN_TYPES = (bool, int, float, complex)
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_dtype(dtype, op: str | None = None) -> np.dtype:
+    """A dtype a user asked for, canonicalised; asking for a 64-bit type while x64 is off warns,
+    naming ``enable_x64`` (as JAX does). Python's bool/int/float/complex mean the default types."""
+    requested = dtypes.to_dtype(dtype, op or "dtype")
+    canonical = dtypes.canonicalize(requested)
+    if canonical != requested and not (isinstance(dtype, type) and dtype in _BUILTIN_TYPES):
+        level, entry = _user_frame()
+        warnings.warn(
+            f"{op or entry}: explicitly requested dtype {requested} is not available while 64-bit mode is off, and "
+            f"is truncated to {canonical}; to use 64-bit types, turn on ember.config.update('enable_x64', True) "
+            "(or set EMBER_ENABLE_X64=1)",
+            UserWarning,
+            stacklevel=level,
+        )
+    return canonical
+
+
+def _user_frame() -> tuple[int, str]:
+    """The stacklevel (for warnings.warn called by our caller) of the first frame outside ember, so Python's
+    default filter shows a warning once per line of user code; and the name of the ember function it called."""
+    frame, level, entry = sys._getframe(2), 2, "dtype"
+    while frame is not None and frame.f_code.co_filename.startswith(_EMBER_DIR):
+        entry = frame.f_code.co_name
+        frame, level = frame.f_back, level + 1
+    return level, entry
+
+
+def check_device(op: str, device) -> None:
+    """Accept None, the CPU device, or "cpu"; ember has no other device yet."""
+    if device is None or device == CPU or (isinstance(device, str) and device.lower() in ("cpu", "cpu:0")):
+        return
+    raise InvalidArgumentError(f"{op}: device {device!r} is not available; ember.devices() lists the devices ({CPU})")
 
 
 def _dtype_and_weak(x, op: str = "asarray") -> tuple[np.dtype, bool]:
@@ -112,5 +213,6 @@ def canonical_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
-def dtype_arg(dtype) -> np.dtype | None:
-    return None if dtype is None else dtypes.canonicalize(dtype)
+def dtype_arg(dtype, op: str | None = None) -> np.dtype | None:
+    """A user's `dtype` argument, canonicalised (warning when x64 is off and it asks for 64 bits), or None."""
+    return None if dtype is None else user_dtype(dtype, op)

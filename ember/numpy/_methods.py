@@ -7,16 +7,17 @@ eager evaluation; everything else goes through the ember.numpy function.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
+from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
-from ember.numpy import _contract, _creation, _indexing, _reductions, _shape, _ufuncs
-from ember.numpy._core import _asarray
+from ember.errors import InvalidArgumentError, ShapeError
+from ember.numpy import _array_api, _contract, _creation, _indexing, _math, _ndarray_extras, _reductions, _shape
+from ember.numpy import _sorting, _take, _ufuncs
+from ember.numpy._core import check_device
 
 _PY_OK = (Array, bool, int, float, complex, list, tuple)
 _new = object.__new__
@@ -186,7 +187,15 @@ def _install_operators() -> None:
     Array.__invert__ = lambda self: _ufuncs.invert(self)
     Array.__getitem__ = _getitem
     Array.at = property(_indexing._IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, .max, .get")
-    Array.__array_namespace__ = lambda self, /, *, api_version=None: sys.modules["ember.numpy"]
+    Array.__array_namespace__ = _array_namespace
+    Array.__contains__ = lambda self, value: bool(_reductions.any(_ufuncs.equal(self, value)))
+    Array.__copy__ = lambda self: self  # immutable: a copy is indistinguishable
+    Array.__deepcopy__ = lambda self, memo: self
+
+
+def _array_namespace(self, /, *, api_version: str | None = None):
+    """The array API namespace of ember arrays: ``ember.numpy`` (api_version None or 2021.12 to 2024.12)."""
+    return _array_api.namespace_for(api_version)
 
 
 def _property(fn):
@@ -201,9 +210,9 @@ def _install_methods() -> None:
     Array.itemsize = _property(lambda self: self.dtype.itemsize)
     Array.nbytes = _property(lambda self: self.size * self.dtype.itemsize)
 
-    def astype(self, dtype, copy: bool = False) -> Array:
-        """This array converted to `dtype`."""
-        return _asarray(self, dtype, "astype")
+    def astype(self, dtype, copy: bool = False, device=None) -> Array:
+        """This array converted to `dtype` (JAX's defaults: no copy when the dtype already matches)."""
+        return _array_api.astype(self, dtype, copy=copy, device=device)
 
     def reshape(self, *shape, order: str = "C") -> Array:
         """This array with a new shape; `x.reshape(2, 3)` and `x.reshape((2, 3))` both work."""
@@ -225,12 +234,64 @@ def _install_methods() -> None:
     Array.dot = lambda self, b: _contract.dot(self, b)
     Array.clip = lambda self, min=None, max=None: _ufuncs.clip(self, min, max)
     Array.copy = lambda self: _creation.copy(self)
-    for name in ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any", "nansum", "nanmean"):
-        reducer = getattr(_reductions, name)
-        method = (lambda r: lambda self, *args, **kwargs: r(self, *args, **kwargs))(reducer)
-        method.__name__ = name
-        method.__doc__ = f"`ember.numpy.{name}` of this array."
-        setattr(Array, name, method)
+    Array.to_device = _to_device
+    Array.view = _view
+    Array.tobytes = lambda self, order="C": np.asarray(self).tobytes(order)
+    Array.compress = lambda self, condition, axis=None, **kwargs: _ndarray_extras.compress(condition, self, axis, **kwargs)
+    for module, names in _FORWARDED:
+        for name in names:
+            setattr(Array, name, _forward(name, getattr(module, name)))
+
+
+# Methods that are the ember.numpy function of the same name applied to the array (as JAX's); sort and
+# partition return new arrays, as in JAX (NumPy's sort in place).
+_FORWARDED = (
+    (_reductions, ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any", "nansum", "nanmean")),
+    (_sorting, ("sort", "argsort", "partition", "argpartition", "cumsum", "cumprod", "searchsorted")),
+    (_take, ("take", "diagonal", "trace", "nonzero", "repeat")),
+    (_math, ("round",)),
+    (_ndarray_extras, ("ptp", "choose")),
+)
+
+
+def _forward(name: str, fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`ember.numpy.{name}` of this array."
+    return method
+
+
+def _to_device(self, device, /, *, stream=None) -> Array:
+    """This array on `device` (the array API's ``to_device``; ember has one device, the CPU, so this is the array)."""
+    if stream is not None:
+        raise InvalidArgumentError("to_device: stream must be None on the CPU")
+    check_device("to_device", device)
+    return self
+
+
+def _view(self, dtype=None, type=None) -> Array:
+    """The same bits seen as `dtype` (as ``lax.bitcast_convert_type`` for equal item sizes; NumPy's
+    reshaping of the last axis for different ones, as JAX's ``view``)."""
+    if type is not None:
+        raise InvalidArgumentError("view: type= is not supported; ember has one array type")
+    if dtype is None:
+        return self
+    target = dtypes.to_dtype(dtype, "view")
+    source = self.dtype
+    if target.itemsize == source.itemsize or self.ndim == 0:
+        if target.itemsize != source.itemsize:
+            raise ShapeError(f"view: a 0-d {source} array cannot be viewed as {target} (item sizes differ)")
+        return lax.bitcast_convert_type(self, target)
+    if self.shape[-1] * source.itemsize % target.itemsize:
+        raise ShapeError(f"view: the last axis of {self.shape} ({source}) does not divide into {target} items")
+    if target.itemsize < source.itemsize:  # each item splits into a new trailing axis, merged into the last
+        out = lax.bitcast_convert_type(self, target)
+        return _shape.reshape(out, (*self.shape[:-1], -1))
+    ratio = target.itemsize // source.itemsize
+    grouped = _shape.reshape(self, (*self.shape[:-1], self.shape[-1] // ratio, ratio))
+    return lax.bitcast_convert_type(grouped, target)
 
 
 def install() -> None:

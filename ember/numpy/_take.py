@@ -77,7 +77,7 @@ def _along_axis_index(op: str, arr: Array, indices: Array, axis: int) -> tuple[t
     return index, shape
 
 
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: str | None = None, fill_value=None) -> Array:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
     """Pick values from `arr` by matching 1-d index slices along `axis` (NumPy's rule).
 
     >>> enp.take_along_axis(enp.asarray([[10, 30, 20]]), enp.asarray([[0, 2]]), axis=1)

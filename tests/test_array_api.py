@@ -1,0 +1,685 @@
+"""ember.numpy as the Python array API standard's namespace (2024.12), and ember.Array as its array.
+
+The names come from the standard's own specification data, vendored in
+tests/data/array_api_2024_12_names.txt (its header names the source files and
+commits). Elementwise special values (signed zeros, infinities, NaN, the
+boundaries the standard names) are checked against NumPy, which ember follows
+where the standard differs (ember/numpy/_array_api.py lists the differences).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import itertools
+import math
+import operator
+import pathlib
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember.errors import ConcretizationError, DTypeError, EmberError, EmberOverflowError, InvalidArgumentError
+
+_NAMES_FILE = pathlib.Path(__file__).parent / "data" / "array_api_2024_12_names.txt"
+
+
+def _spec_names() -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in _NAMES_FILE.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line[1:-1], [])
+        else:
+            current.append(line)
+    return sections
+
+
+SPEC = _spec_names()
+
+
+def _holder(section: str):
+    return {"namespace": enp, "array": ember.Array, "info": enp.__array_namespace_info__(),
+            "linalg": enp.linalg, "fft": enp.fft}[section]  # fmt: skip
+
+
+# --- every name of the standard ----------------------------------------------------------------------------
+
+
+def test_the_names_file_is_the_standard():
+    # Spot checks that the vendored data is whole: the sections and some names of each.
+    assert set(SPEC) == {"namespace", "array", "info", "linalg", "fft"}
+    assert len(SPEC["namespace"]) > 150 and {"unique_all", "cumulative_prod", "nextafter", "from_dlpack"} <= set(SPEC["namespace"])
+    assert {"__dlpack__", "to_device", "mT", "__rmatmul__"} <= set(SPEC["array"])
+    assert len(SPEC["linalg"]) == 23 and len(SPEC["fft"]) == 14
+
+
+@pytest.mark.parametrize("section", ["namespace", "array", "info", "linalg", "fft"])
+def test_every_name_of_the_standard_exists(section):
+    holder = _holder(section)
+    missing = [name for name in SPEC[section] if not hasattr(holder, name)]
+    assert not missing, f"array API 2024.12 names missing from {section}: {missing}"
+
+
+def test_functions_are_callable_and_constants_are_the_standards():
+    constants = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None,
+                 "__array_api_version__": "2024.12"}  # fmt: skip
+    dtype_names = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                   "float32", "float64", "complex64", "complex128"}  # fmt: skip
+    for name in SPEC["namespace"]:
+        value = getattr(enp, name)
+        if name in constants:
+            want = constants[name]
+            assert value is want or value == want or (want != want and value != value), name
+        elif name in dtype_names:
+            assert np.dtype(value) == np.dtype(name), name
+        else:
+            assert callable(value), name
+
+
+def test_array_namespace():
+    x = enp.ones(3)
+    assert x.__array_namespace__() is enp
+    assert x.__array_namespace__(api_version="2024.12") is enp
+    assert x.__array_namespace__(api_version="2023.12") is enp
+    with pytest.raises(InvalidArgumentError, match="api_version"):
+        x.__array_namespace__(api_version="1999.01")
+
+
+# --- inspection: the truth about 64-bit mode ----------------------------------------------------------------------
+
+_SIXTY_FOUR = {"float64", "int64", "uint64", "complex128"}
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_namespace_info_tells_the_truth_about_x64(x64):
+    info = enp.__array_namespace_info__()
+    with ember.config.x64(x64):
+        names = set(info.dtypes())
+        assert (names & _SIXTY_FOUR == _SIXTY_FOUR) if x64 else not names & _SIXTY_FOUR
+        assert names >= {"bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "complex64"}
+        # every listed dtype really is stored as itself
+        for name, dtype in info.dtypes().items():
+            assert dtype == np.dtype(name)
+            assert enp.zeros(2, dtype=dtype).dtype == dtype
+        defaults = info.default_dtypes()
+        bits = 64 if x64 else 32
+        assert defaults == {"real floating": np.dtype(f"float{bits}"), "complex floating": np.dtype(f"complex{2 * bits}"),
+                            "integral": np.dtype(f"int{bits}"), "indexing": np.dtype(f"int{bits}")}  # fmt: skip
+        assert enp.asarray(1.0).dtype == defaults["real floating"] and enp.asarray(1).dtype == defaults["integral"]
+        assert enp.argmax(enp.ones(3)).dtype == defaults["indexing"]
+        assert info.default_dtypes(device=info.default_device()) == defaults
+
+
+def test_namespace_info_kinds_devices_capabilities():
+    info = enp.__array_namespace_info__()
+    with ember.config.x64(True):
+        assert list(info.dtypes(kind="real floating")) == ["float32", "float64"]
+        assert list(info.dtypes(kind="bool")) == ["bool"]
+        assert set(info.dtypes(kind=("signed integer", "complex floating"))) == {"int8", "int16", "int32", "int64", "complex64", "complex128"}
+        assert set(info.dtypes(kind="numeric")) == set(info.dtypes()) - {"bool"}
+        assert set(info.dtypes(kind="integral")) == set(info.dtypes(kind=("signed integer", "unsigned integer")))
+    with pytest.raises(InvalidArgumentError, match="unknown kind"):
+        info.dtypes(kind="floating")
+    assert info.devices() == ember.devices() and info.default_device() in info.devices()
+    assert enp.ones(2).device == info.default_device()
+    caps = info.capabilities()
+    assert caps == {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 64}
+    with pytest.raises(InvalidArgumentError, match="device"):
+        info.dtypes(device="tpu:3")
+
+
+# --- data type functions -----------------------------------------------------------------------------------------
+
+_KINDS = ["bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric"]
+_STANDARD_DTYPES = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                          "uint64", "float16", "float32", "float64", "complex64", "complex128")]  # fmt: skip
+
+
+def test_isdtype_agrees_with_numpy():
+    for dtype, kind in itertools.product(_STANDARD_DTYPES, _KINDS + [np.dtype("float32"), ("bool", "complex floating")]):
+        assert enp.isdtype(dtype, kind) == np.isdtype(dtype, kind), (dtype, kind)
+    assert enp.isdtype(enp.bfloat16, "real floating") and not enp.isdtype(enp.bfloat16, "integral")  # an extension
+    with pytest.raises(InvalidArgumentError, match="unknown kind"):
+        enp.isdtype(enp.float32, "floating")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_finfo_has_the_standards_fields(dtype):
+    got, want = enp.finfo(dtype), np.finfo(dtype)
+    for field in ("bits", "eps", "max", "min", "smallest_normal", "dtype"):
+        assert getattr(got, field) == getattr(want, field), field
+    assert got.dtype == np.dtype(dtype.replace("complex64", "float32").replace("complex128", "float64"))
+    with ember.config.x64(True):
+        assert enp.finfo(enp.zeros(2, dtype)).bits == want.bits  # an array works too
+    assert enp.finfo(enp.bfloat16).bits == 16 and enp.finfo(enp.bfloat16).eps == float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
+    with pytest.raises(DTypeError, match="iinfo"):
+        enp.finfo("int32")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])
+def test_iinfo_has_the_standards_fields(dtype):
+    got, want = enp.iinfo(dtype), np.iinfo(dtype)
+    for field in ("bits", "max", "min", "dtype"):
+        assert getattr(got, field) == getattr(want, field), field
+    assert enp.iinfo(enp.zeros(2, "int8")).max == 127
+    with pytest.raises(DTypeError, match="finfo"):
+        enp.iinfo("float32")
+
+
+def test_can_cast_and_result_type_take_arrays_and_scalars():
+    assert enp.can_cast(enp.zeros(2, "int8"), enp.int16) and not enp.can_cast(enp.zeros(2), enp.int32)
+    assert enp.result_type(enp.zeros(2, "int8"), 1) == np.int8
+    assert enp.result_type(enp.zeros(2, "float32"), 1.0, enp.int8) == np.float32
+
+
+# --- dtype objects: functions that make ember arrays ----------------------------------------------------------------
+
+_CONSTRUCTORS = ["bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                 "bfloat16", "float32", "float64", "complex64", "complex128", "float_", "complex_", "int_", "uint"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _CONSTRUCTORS)
+def test_dtype_constructors_return_ember_arrays(name):
+    scalar_type = getattr(enp, name)
+    with ember.config.x64(True):
+        x = scalar_type(1)
+        assert isinstance(x, ember.Array) and x.shape == () and x.dtype == np.dtype(scalar_type)
+        assert scalar_type([1, 0]).shape == (2,)
+    # still a dtype wherever NumPy takes one
+    assert np.dtype(scalar_type) == np.dtype(scalar_type.dtype)
+    assert np.zeros(1, scalar_type).dtype == scalar_type.dtype and scalar_type == scalar_type.dtype.type
+    assert isinstance(scalar_type.dtype.type(0), scalar_type)
+
+
+def test_complex128_with_x64_off_is_complex64_and_warns_as_jax():
+    with pytest.warns(UserWarning, match="enable_x64"):
+        x = enp.complex128(-1.5)
+    assert isinstance(x, ember.Array) and x.dtype == np.complex64 and complex(x) == -1.5
+    with ember.config.x64(True), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert enp.complex128(-1.5).dtype == np.complex128
+
+
+def test_explicit_64_bit_dtype_with_x64_off_warns_once_naming_enable_x64():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's default: once per line of user code
+        for _ in range(3):
+            x = enp.asarray([1.0], dtype="float64")
+    assert x.dtype == np.float32
+    assert len(caught) == 1 and "enable_x64" in str(caught[0].message) and "float64" in str(caught[0].message)
+    assert caught[0].filename == __file__  # attributed to the caller, not to ember's internals
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enp.asarray([1.0], dtype=float)  # Python's float means the default float: no warning (as JAX)
+        enp.asarray(np.ones(2))  # converting a float64 NumPy array is not an explicit request
+        with ember.config.x64(True):
+            assert enp.asarray([1.0], dtype="float64").dtype == np.float64
+    with pytest.warns(UserWarning, match="zeros: .*int64.*enable_x64"):
+        enp.zeros(2, dtype=enp.int64)
+
+
+# --- out-of-range integers: an error, with a hint that is right -----------------------------------------------------
+
+
+def test_out_of_range_int64_array_raises_instead_of_wrapping():
+    with pytest.raises(EmberOverflowError, match="enable_x64") as info:
+        enp.asarray(np.array([2**40]))
+    assert "pass a NumPy array" not in str(info.value)
+    with pytest.raises(EmberOverflowError, match="enable_x64"):
+        enp.asarray([1, 2**40])
+    with pytest.raises(EmberOverflowError):
+        enp.asarray(np.array([2**33], dtype=np.uint64))
+    with ember.config.x64(True):
+        assert int(enp.asarray(np.array([2**40]))[0]) == 2**40
+
+
+def test_python_int_overflow_hint_is_right():
+    with pytest.raises(EmberOverflowError, match="enable_x64") as info:
+        enp.asarray(2**40)
+    assert "pass a NumPy array" not in str(info.value)
+    # the hint for a value that fits uint32 works as it says
+    with pytest.raises(EmberOverflowError, match="uint32"):
+        enp.asarray(3_000_000_000)
+    assert int(enp.asarray(3_000_000_000, dtype="uint32")) == 3_000_000_000
+    with pytest.raises(EmberOverflowError, match="does not fit int8"):
+        enp.asarray(300, dtype="int8")
+
+
+# --- astype and asarray(copy=) ------------------------------------------------------------------------------------------
+
+
+def test_astype_follows_the_standard():
+    x = enp.asarray([1.7, -2.5, 0.0])
+    assert enp.astype(x, enp.int32).tolist() == np.astype(np.asarray(x), np.int32).tolist()
+    assert enp.astype(x, "bool").tolist() == [True, True, False]
+    same = enp.astype(x, enp.float32, copy=False)
+    assert same is x
+    fresh = enp.astype(x, enp.float32)  # copy=True is the default
+    assert fresh is not x and fresh.tolist() == x.tolist()
+    assert x.astype("float32") is x  # the method keeps JAX's default copy=False
+    assert enp.astype(enp.asarray([1 + 2j]), enp.float32).tolist() == [1.0]  # NumPy's rule: the real part
+    assert enp.astype(x, enp.float32, device=enp.__array_namespace_info__().default_device()).dtype == np.float32
+    with pytest.raises(InvalidArgumentError, match="device"):
+        enp.astype(x, enp.float32, device="cuda:7")
+
+
+def test_asarray_copy_keyword():
+    x = enp.asarray([1.0, 2.0])
+    assert enp.asarray(x, copy=False) is x and enp.asarray(x) is x
+    y = enp.asarray(x, copy=True)
+    assert y is not x and y.tolist() == x.tolist()
+    source = np.arange(3, dtype=np.float32)
+    shared = enp.asarray(source, copy=False)
+    source[0] = 7.0  # copy=False shares the buffer
+    assert shared.tolist() == [7.0, 1.0, 2.0]
+    copied = enp.asarray(source, copy=True)
+    source[1] = 9.0
+    assert copied.tolist() == [7.0, 1.0, 2.0] and enp.asarray(source).tolist() == [7.0, 9.0, 2.0]
+    for needs_copy in ([1.0, 2.0], np.arange(3.0), 3.0):  # a list, a float64 array while x64 is off, a scalar
+        with pytest.raises(InvalidArgumentError, match="copy"):
+            enp.asarray(needs_copy, copy=False)
+        with pytest.raises(ValueError):  # the standard's exception type
+            enp.asarray(needs_copy, copy=False)
+    with pytest.raises(InvalidArgumentError, match="copy"):
+        enp.asarray(x, dtype="int32", copy=False)
+    assert enp.asarray(x, device="cpu") is x
+
+
+# --- set, statistical, searching and manipulation functions ------------------------------------------------------------
+
+
+def _sorted_values(values):
+    values = np.asarray(values)
+    return np.sort(values)
+
+
+def test_unique_functions_match_numpy():
+    data = np.array([[3.0, 1.0, np.nan], [1.0, np.nan, -0.0], [0.0, 3.0, 2.0]], dtype=np.float32)
+    x = enp.asarray(data)
+    got = enp.unique_all(x)
+    want = np.unique_all(data)
+    np.testing.assert_array_equal(np.asarray(got.values), _sorted_values(want.values))
+    assert got._fields == ("values", "indices", "inverse_indices", "counts")
+    # NaNs are distinct: each counts once
+    order = np.argsort(np.asarray(want.values), kind="stable")
+    np.testing.assert_array_equal(np.asarray(got.counts), np.asarray(want.counts)[order])
+    np.testing.assert_array_equal(np.asarray(got.values)[np.asarray(got.inverse_indices)][~np.isnan(data)], data[~np.isnan(data)])
+    assert got.inverse_indices.shape == data.shape
+    flat = data.ravel()
+    np.testing.assert_array_equal(flat[np.asarray(got.indices)], np.asarray(got.values))
+    counts = enp.unique_counts(x)
+    np.testing.assert_array_equal(np.asarray(counts.counts), np.asarray(got.counts))
+    inverse = enp.unique_inverse(x)
+    np.testing.assert_array_equal(np.asarray(inverse.inverse_indices), np.asarray(got.inverse_indices))
+    np.testing.assert_array_equal(np.asarray(enp.unique_values(x)), np.asarray(got.values))
+    for out in (got.indices, got.inverse_indices, got.counts):
+        assert out.dtype == enp.__array_namespace_info__().default_dtypes()["indexing"]
+
+
+def test_unique_functions_take_a_static_size_under_jit_and_vmap():
+    x = enp.asarray([3, 1, 3, 2, 1])
+    fn = ember.jit(lambda v: enp.unique_all(v, size=5, fill_value=-1))
+    out = fn(x)
+    assert out.values.tolist() == [1, 2, 3, -1, -1] and out.counts.tolist() == [2, 1, 2, 0, 0]
+    assert out.inverse_indices.tolist() == [2, 0, 2, 1, 0]
+    assert ember.jit(lambda v: enp.unique_values(v, size=2))(x).tolist() == [1, 2]
+    batched = ember.vmap(lambda v: enp.unique_counts(v, size=3, fill_value=0))(enp.asarray([[1, 1, 2], [5, 6, 7]]))
+    assert batched.values.tolist() == [[1, 2, 0], [5, 6, 7]] and batched.counts.tolist() == [[2, 1, 0], [1, 1, 1]]
+    with pytest.raises(ConcretizationError, match="size="):
+        ember.jit(enp.unique_values)(x)
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+def test_cumulative_functions_match_numpy(name):
+    ours, theirs = getattr(enp, name), getattr(np, name)
+    data = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int16)
+    for axis in (0, 1, -1):
+        for include_initial in (False, True):
+            got = ours(enp.asarray(data), axis=axis, include_initial=include_initial)
+            want = theirs(data, axis=axis, include_initial=include_initial)
+            np.testing.assert_array_equal(np.asarray(got), want)
+            assert got.dtype == np.int32  # as cumsum: int16 accumulates in the default integer
+    assert ours(enp.asarray([1.0, 2.0]), dtype=enp.float32, include_initial=True).shape == (3,)
+    assert ours(enp.zeros((0,)), include_initial=True).tolist() == [0.0 if name == "cumulative_sum" else 1.0]
+    with pytest.raises(InvalidArgumentError, match="axis is required"):
+        ours(enp.asarray(data))
+    with pytest.raises(ValueError):
+        ours(enp.asarray(1.0))
+
+
+def test_count_nonzero_matches_numpy():
+    data = np.array([[0, 1, 2], [0, 0, 3]], dtype=np.float32)
+    assert int(enp.count_nonzero(enp.asarray(data))) == np.count_nonzero(data)
+    for axis in (0, 1, (0, 1), None):
+        for keepdims in (False, True):
+            got = enp.count_nonzero(enp.asarray(data), axis=axis, keepdims=keepdims)
+            np.testing.assert_array_equal(np.asarray(got), np.count_nonzero(data, axis=axis, keepdims=keepdims))
+            assert got.dtype == np.int32
+    assert int(enp.count_nonzero(enp.asarray([0j, 1j, -0.0 + 0j]))) == 1
+    assert int(enp.count_nonzero(enp.asarray([True, False, True]))) == 2
+
+
+def test_standard_signatures_of_checked_functions():
+    x = np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]], dtype=np.float32)
+    ex = enp.asarray(x)
+    # clip: keyword min/max (either may be left out), NaN in x propagates
+    np.testing.assert_array_equal(np.asarray(enp.clip(ex, min=0.0)), np.clip(x, min=0.0))
+    np.testing.assert_array_equal(np.asarray(enp.clip(ex, max=1.0)), np.clip(x, max=1.0))
+    np.testing.assert_array_equal(np.asarray(enp.clip(ex, min=-1.0, max=1.0)), np.clip(x, min=-1.0, max=1.0))
+    assert math.isnan(float(enp.clip(enp.asarray(np.nan), min=0.0, max=1.0)))
+    # searchsorted: keyword side/sorter
+    order = np.argsort(x[0])
+    assert enp.searchsorted(enp.asarray(x[0][order]), enp.asarray([2.0]), side="right").tolist() == \
+        np.searchsorted(x[0][order], [2.0], side="right").tolist()  # fmt: skip
+    # take_along_axis: axis defaults to -1
+    idx = np.argsort(x, axis=-1)
+    np.testing.assert_array_equal(np.asarray(enp.take_along_axis(ex, enp.asarray(idx))), np.take_along_axis(x, idx))
+    # diff: keyword axis/n/prepend/append
+    np.testing.assert_array_equal(np.asarray(enp.diff(ex, axis=0, n=1)), np.diff(x, axis=0))
+    np.testing.assert_array_equal(np.asarray(enp.diff(ex, axis=-1, prepend=enp.zeros((2, 1)), append=enp.ones((2, 2)))),
+                                  np.diff(x, axis=-1, prepend=np.zeros((2, 1)), append=np.ones((2, 2))))  # fmt: skip
+    # repeat, tile, roll, squeeze, expand_dims, moveaxis, unstack as the standard calls them
+    assert enp.repeat(ex, 2, axis=0).shape == (4, 3) and enp.tile(ex, (2, 1)).shape == (4, 3)
+    assert enp.roll(ex, 1, axis=1).tolist() == np.roll(x, 1, axis=1).tolist()
+    assert [u.tolist() for u in enp.unstack(ex, axis=1)] == [u.tolist() for u in np.unstack(x, axis=1)]
+    assert enp.squeeze(enp.zeros((1, 3)), axis=0).shape == (3,)
+    assert enp.take(ex, enp.asarray([2, -1]), axis=1).tolist() == np.take(x, [2, -1], axis=1).tolist()
+    assert enp.argsort(ex, axis=-1, descending=True, stable=True).tolist() == np.argsort(-x, axis=-1, stable=True).tolist()
+    assert enp.sort(ex, axis=0, descending=True).tolist() == (-np.sort(-x, axis=0)).tolist()
+
+
+# --- the array object ------------------------------------------------------------------------------------------------
+
+
+def test_array_attributes_and_conversions():
+    x = enp.arange(6.0).reshape(2, 3)
+    assert x.mT.shape == (3, 2) and x.mT.tolist() == np.asarray(x).T.tolist()
+    assert x.device == ember.devices()[0] and x.to_device(x.device) is x and x.to_device("cpu") is x
+    with pytest.raises(InvalidArgumentError, match="device"):
+        x.to_device("cuda:3")
+    assert complex(enp.asarray(2.5)) == 2.5 + 0j and complex(enp.asarray(True)) == 1 + 0j
+    assert complex(enp.asarray(np.inf)) == complex(np.inf, 0)
+    assert operator.index(enp.asarray(3)) == 3 and [10, 20, 30][enp.asarray(1)] == 20
+    with pytest.raises(TypeError):
+        operator.index(enp.asarray(3.0))
+    with pytest.raises(TypeError):
+        float(enp.asarray(1 + 2j))
+    with pytest.raises(OverflowError):
+        int(enp.asarray(np.inf))
+    with pytest.raises(ValueError):
+        int(enp.asarray(np.nan))
+    assert int(enp.asarray(-0.0)) == 0 and int(enp.asarray(-2.7)) == -2
+    assert bool(enp.asarray(np.nan)) and not bool(enp.asarray(-0.0)) and bool(enp.asarray(0j + 1e-30j))
+    assert 4.0 in x and 7.0 not in x
+    assert copy.copy(x) is x and copy.deepcopy(x) is x
+
+
+def test_reflected_and_in_place_operators():
+    x = enp.asarray([1, 2, 3])
+    assert (2 + x).tolist() == [3, 4, 5] and (2 - x).tolist() == [1, 0, -1] and (6 // x).tolist() == [6, 3, 2]
+    assert (1 << x).tolist() == [2, 4, 8] and (7 & x).tolist() == [1, 2, 3] and (2**x).tolist() == [2, 4, 8]
+    y = x
+    y += 1  # ember arrays are immutable: the name is rebound, x is unchanged
+    assert y.tolist() == [2, 3, 4] and x.tolist() == [1, 2, 3]
+    m = enp.eye(2)
+    assert (np.ones((2, 2), np.float32) @ m).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+# --- DLPack -------------------------------------------------------------------------------------------------------------
+
+
+def _address(x) -> int:
+    return np.asarray(x).__array_interface__["data"][0]
+
+
+def test_dlpack_with_numpy_shares_memory():
+    x = enp.arange(4.0)
+    assert x.__dlpack_device__() == (1, 0)
+    view = np.from_dlpack(x)
+    assert _address(view) == _address(x) and not view.flags.writeable  # the read-only flag keeps ember immutable
+    source = np.arange(5, dtype=np.int32)
+    back = enp.from_dlpack(source)
+    assert isinstance(back, ember.Array) and _address(back) == source.__array_interface__["data"][0]
+    source[0] = 42
+    assert int(back[0]) == 42  # shared, not copied
+    copied = enp.from_dlpack(source, copy=True)
+    assert _address(copied) != source.__array_interface__["data"][0]
+    assert np.from_dlpack(x, copy=True).flags.writeable
+    with pytest.raises(InvalidArgumentError, match="copy=False"):
+        enp.from_dlpack(np.arange(3.0), copy=False)  # float64 becomes float32 while x64 is off
+    assert enp.from_dlpack(np.arange(3.0)).dtype == np.float32
+    with ember.config.x64(True):
+        f64 = np.arange(3.0)
+        assert _address(enp.from_dlpack(f64, copy=False)) == f64.__array_interface__["data"][0]
+    assert enp.from_dlpack(x) is x
+    with pytest.raises(DTypeError, match="__dlpack__"):
+        enp.from_dlpack([1, 2])
+
+
+def test_dlpack_keywords():
+    x = enp.arange(3.0)
+    capsule = x.__dlpack__(max_version=(1, 0), dl_device=(1, 0), copy=False)
+    assert type(capsule).__name__ == "PyCapsule"
+    with pytest.raises(BufferError):
+        x.__dlpack__(max_version=(1, 0), dl_device=(2, 0))  # no CUDA
+    with pytest.raises(InvalidArgumentError, match="device"):
+        enp.from_dlpack(np.arange(3), device="cuda:0")
+
+
+def test_dlpack_with_torch_shares_memory_both_ways():
+    torch = pytest.importorskip("torch")
+    x = enp.asarray([1.0, 2.0, 3.0])
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == _address(x) and t.tolist() == [1.0, 2.0, 3.0] and t.dtype == torch.float32
+    back = enp.from_dlpack(t)
+    assert _address(back) == t.data_ptr() == _address(x)
+    source = torch.arange(4, dtype=torch.float32)
+    shared = enp.from_dlpack(source)
+    assert _address(shared) == source.data_ptr()
+    source.mul_(10)  # writes by the owner show, as with any DLPack view
+    assert shared.tolist() == [0.0, 10.0, 20.0, 30.0]
+    assert (enp.from_dlpack(torch.ones(2, 3, dtype=torch.int64)) + 1).tolist() == [[2, 2, 2], [2, 2, 2]]
+    with pytest.raises(DTypeError, match="bfloat16"):
+        enp.from_dlpack(torch.ones(2, dtype=torch.bfloat16))
+    assert torch.from_dlpack(enp.asarray([True, False])).tolist() == [True, False]
+
+
+# --- NumPy's ndarray methods ---------------------------------------------------------------------------------------------
+
+# NumPy ndarray methods and attributes ember.Array leaves out, and why (JAX's Array leaves out the same).
+NDARRAY_EXCLUDED = {
+    "base": "ember arrays expose no buffer ownership (they are immutable values)",
+    "ctypes": "no raw memory access; np.asarray(x) gives a read-only view",
+    "data": "no raw memory access; np.asarray(x) or DLPack share the buffer",
+    "flags": "memory-layout flags of a NumPy buffer; ember arrays have no user-visible layout",
+    "strides": "memory layout; ember arrays have no user-visible layout",
+    "byteswap": "byte order of a buffer; ember arrays are always native-endian",
+    "dump": "pickle to a file; use ember.save (safetensors, no code on load)",
+    "dumps": "pickle to bytes; use ember.save",
+    "tofile": "raw bytes to a file; use ember.save, or np.asarray(x).tofile",
+    "fill": "in place; ember arrays are immutable: use enp.full_like(x, v)",
+    "put": "in place; use x.at[indices].set(values)",
+    "resize": "in place; use enp.resize / x.reshape",
+    "setfield": "in place, structured dtypes; ember has no structured dtypes",
+    "getfield": "structured dtypes; ember has no structured dtypes (x.view covers plain reinterpretation)",
+    "setflags": "memory flags of a NumPy buffer; ember arrays are immutable",
+    "flat": "NumPy's flat iterator is assignable; use x.ravel()",
+}
+
+
+def test_ndarray_methods_are_on_ember_arrays():
+    public = sorted(n for n in dir(np.ndarray) if not n.startswith("_"))
+    missing = [n for n in public if not hasattr(ember.Array, n) and n not in NDARRAY_EXCLUDED]
+    assert not missing, f"ndarray methods missing from ember.Array (add them or exclude them with a reason): {missing}"
+    stale = [n for n in NDARRAY_EXCLUDED if n not in public or hasattr(ember.Array, n)]
+    assert not stale, f"exclusions that no longer apply: {stale}"
+
+
+def test_ndarray_methods_agree_with_numpy():
+    data = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], dtype=np.float32)
+    x = enp.asarray(data)
+    cases = {
+        "argsort": ((), {}), "sort": ((), {"axis": 0}), "cumsum": ((), {"axis": 1}), "cumprod": ((), {}),
+        "repeat": ((2,), {"axis": 1}), "squeeze": ((), {}), "swapaxes": ((0, 1), {}), "flatten": ((), {}),
+        "round": ((), {}), "clip": ((1.0, 4.0), {}), "conj": ((), {}), "diagonal": ((), {}), "trace": ((), {}),
+        "take": (([0, 2],), {}), "searchsorted": ((), {}), "argpartition": ((1,), {}), "partition": ((1,), {}),
+        "compress": (([True, False],), {"axis": 0}), "nonzero": ((), {}), "ravel": ((), {}), "max": ((), {"axis": 1}),
+        "tobytes": ((), {}),
+    }  # fmt: skip
+    for name, (args, kwargs) in cases.items():
+        if name == "searchsorted":
+            got, want = enp.asarray(np.sort(data[0])).searchsorted(2.5), np.sort(data[0]).searchsorted(2.5)
+        elif name in ("sort", "partition"):  # NumPy sorts in place; ember (as JAX) returns the result
+            want = data.copy()
+            getattr(want, name)(*args, **kwargs)
+            got = getattr(x, name)(*args, **kwargs)
+        else:
+            got, want = getattr(x, name)(*args, **kwargs), getattr(data, name)(*args, **kwargs)
+        if name == "argpartition":
+            got, want = np.take_along_axis(data, np.asarray(got), -1)[:, 1], np.take_along_axis(data, want, -1)[:, 1]
+        if name == "nonzero":
+            assert [g.tolist() for g in got] == [w.tolist() for w in want], name
+        elif name == "tobytes":
+            assert got == want
+        else:
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
+    assert x.sort().tolist() == np.sort(data).tolist() and x.tolist() == data.tolist()  # x itself is unchanged
+    assert float(x.ptp()) == float(np.ptp(data)) and x.ptp(axis=0).tolist() == np.ptp(data, axis=0).tolist()
+    idx = enp.asarray([0, 1, 0])
+    assert idx.choose([enp.arange(3), enp.arange(3) * 10]).tolist() == np.choose([0, 1, 0], [np.arange(3), np.arange(3) * 10]).tolist()
+    assert x.view("int32").tolist() == data.view(np.int32).tolist()
+    assert enp.asarray([1, 2], "int16").view("int32").tolist() == np.array([1, 2], np.int16).view(np.int32).tolist()
+    assert enp.asarray([65537], "int32").view("int16").tolist() == np.array([65537], np.int32).view(np.int16).tolist()
+    assert x.astype("int32", copy=True).tolist() == data.astype(np.int32).tolist()
+
+
+# --- special values of every elementwise function ----------------------------------------------------------------------
+
+_REAL_SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.0, -2.0, 2.5, -2.5, 3.0,
+                  np.pi / 2, -np.pi / 2, np.pi, 1e-30, -1e-30, 1e30, -1e30]  # fmt: skip
+_PAIR_SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.0]
+_COMPLEX_PARTS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0]
+
+# The standard's elementwise functions by the inputs they take (its "Should have ... data type" line).
+_BOOL_INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert", "bitwise_left_shift",
+                  "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not"}  # fmt: skip
+_REAL_ONLY = {"atan2", "ceil", "clip", "copysign", "floor", "floor_divide", "greater", "greater_equal", "hypot", "less",
+              "less_equal", "logaddexp", "maximum", "minimum", "nextafter", "remainder", "signbit", "trunc"}  # fmt: skip
+_BINARY = {"add", "atan2", "copysign", "divide", "equal", "floor_divide", "greater", "greater_equal", "hypot", "less",
+           "less_equal", "logaddexp", "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow", "remainder",
+           "subtract"}  # fmt: skip
+_ELEMENTWISE = [n for n in SPEC["namespace"] if n in set(_BOOL_INT_ONLY | _REAL_ONLY | _BINARY) or n in {
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "conj", "cos", "cosh", "exp", "expm1", "imag", "isfinite",
+    "isinf", "isnan", "log", "log1p", "log2", "log10", "negative", "positive", "real", "reciprocal", "round", "sign",
+    "sin", "sinh", "sqrt", "square", "tan", "tanh"}]  # fmt: skip
+
+# Functions whose finite, non-special results are computed by formulas that may round differently from
+# NumPy's (ulp-level); special values (zeros, infinities, NaN, exact boundaries) are still compared exactly.
+_TRANSCENDENTAL = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "cos", "cosh", "exp", "expm1", "log",
+                   "log1p", "log2", "log10", "logaddexp", "pow", "sin", "sinh", "tan", "tanh", "hypot"}  # fmt: skip
+
+
+def _numpy(name: str):
+    if name == "clip":
+        return lambda x: np.clip(x, -1.0, 1.0)
+    return getattr(np, name)
+
+
+def _ember(name: str):
+    if name == "clip":
+        return lambda x: enp.clip(x, min=-1.0, max=1.0)
+    return getattr(enp, name)
+
+
+def _grid(name: str, dtype) -> tuple[np.ndarray, ...]:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        values = np.array([complex(a, b) for a, b in itertools.product(_COMPLEX_PARTS, repeat=2)], dtype=dtype)
+        if name in _BINARY:
+            small = np.array([complex(a, b) for a, b in itertools.product([0.0, -0.0, np.inf, np.nan, 1.0], repeat=2)], dtype=dtype)
+            a, b = zip(*itertools.product(small, repeat=2))
+            return np.array(a, dtype), np.array(b, dtype)
+        return (values,)
+    if name in _BINARY:
+        a, b = zip(*itertools.product(_PAIR_SPECIALS, repeat=2))
+        return np.array(a, dtype), np.array(b, dtype)
+    return (np.array(_REAL_SPECIALS, dtype),)
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray, name: str, inputs, loose: bool) -> None:
+    assert got.dtype == want.dtype, f"{name}: dtype {got.dtype}, NumPy {want.dtype}"
+    if got.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        return
+    for part in ((np.real, np.imag) if got.dtype.kind == "c" else (lambda v: v,)):
+        g, w = part(got), part(want)
+        bad = ~((g == w) & (np.signbit(g) == np.signbit(w)) | (np.isnan(g) & np.isnan(w)))
+        if loose:  # finite results away from the special points: a few ulps
+            close = np.isfinite(g) & np.isfinite(w) & (w != 0) & np.isclose(g, w, rtol=8 * np.finfo(g.dtype).eps, atol=0)
+            bad &= ~close
+        if bad.any():
+            where = np.flatnonzero(bad)[:8]
+            shown = [tuple(x[i] for x in inputs) for i in where]
+            raise AssertionError(f"{name}({got.dtype}) differs from NumPy at {shown}: ember {g[where]}, NumPy {w[where]}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("name", _ELEMENTWISE)
+def test_special_values_match_numpy(name, dtype):
+    if name in _BOOL_INT_ONLY:
+        pytest.skip("a bool/integer function: no floating special values (the integer cases run below)")
+    if np.dtype(dtype).kind == "c" and name in _REAL_ONLY:
+        pytest.skip("the standard defines it for real-valued input only (complex has no order)")
+    inputs = _grid(name, dtype)
+    with ember.config.x64(dtype in ("float64", "complex128")):
+        got = _ember(name)(*(enp.asarray(x) for x in inputs))
+        with np.errstate(all="ignore"):
+            want = np.asarray(_numpy(name)(*inputs))
+    _same_bits(np.asarray(got), want, name, inputs, loose=name in _TRANSCENDENTAL)
+
+
+_INT_SPECIALS = {"int8": [0, 1, -1, 7, -128, 127], "uint8": [0, 1, 7, 128, 255], "int32": [0, 1, -1, 31, -(2**31), 2**31 - 1]}
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32"])
+@pytest.mark.parametrize("name", sorted(_BOOL_INT_ONLY))
+def test_bool_and_integer_functions_match_numpy(name, dtype):
+    if dtype == "bool" and name in ("bitwise_left_shift", "bitwise_right_shift"):
+        pytest.skip("shifts take integers only")
+    values = [False, True] if dtype == "bool" else _INT_SPECIALS[dtype]
+    if name.endswith("shift"):
+        pairs = [(a, b) for a in values for b in range(0, 8 * np.dtype(dtype).itemsize)]
+    else:
+        pairs = list(itertools.product(values, repeat=2))
+    a, b = (np.array(v, dtype) for v in zip(*pairs))
+    inputs = (a,) if name in ("bitwise_invert", "logical_not") else (a, b)
+    got = np.asarray(getattr(enp, name)(*(enp.asarray(x) for x in inputs)))
+    want = np.asarray(getattr(np, name)(*inputs))
+    _same_bits(got, want, name, inputs, loose=False)
+
+
+def test_the_elementwise_list_is_the_standards():
+    assert len(_ELEMENTWISE) == 67, sorted(set(SPEC["namespace"]) - set(_ELEMENTWISE))
+
+
+def test_every_standard_function_has_a_signature_the_standard_can_call():
+    # Positional-only parameters of the standard must be positional here (no required keyword-only ones).
+    for name in SPEC["namespace"]:
+        fn = getattr(enp, name)
+        if not callable(fn) or isinstance(fn, type):
+            continue
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        required_keyword_only = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+        assert not required_keyword_only, (name, required_keyword_only)
+    assert issubclass(EmberOverflowError, EmberError)
