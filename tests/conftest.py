@@ -1,4 +1,5 @@
-"""pytest configuration: the op database's entries x dtypes matrix in the summary."""
+"""pytest configuration: `-m full`, op-database cells selectable by family name, and the op database's
+summary line after the tests (its entries x dtypes table with `--op-db-table` or EMBER_OP_DB_TABLE=1)."""
 
 from __future__ import annotations
 
@@ -36,32 +37,48 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+def pytest_addoption(parser):
+    parser.addoption("--op-db-table", action="store_true", default=False,
+                     help="after the op-database tests, print its entries x dtypes table (also: EMBER_OP_DB_TABLE=1)")
+
+
+# Column headers of the op-database table: NumPy's short spellings, so every column has its own name.
+_SHORT = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
+          "uint32": "u32", "uint64": "u64", "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+          "complex64": "c64", "complex128": "c128"}  # fmt: skip
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not any("test_op_db" in str(arg) or arg in ("tests", "tests/") for arg in config.args) and config.args:
         return
     from op_db import ALL, OPS
 
-    reasons: dict[str, str] = {}
-    lines = []
-    width = max(len(op.name) for op in OPS)
-    header = " ".join(f"{d.name[:4]:>4s}" for d in ALL)
-    for op in OPS:
-        cells = []
-        for dtype in ALL:
-            if dtype in op.dtypes:
-                cells.append("  ok")
-            else:
-                code = reasons.setdefault(op.unsupported, chr(ord("A") + len(reasons)))
-                cells.append(f"{code:>4s}")
-        lines.append(f"{op.name:<{width}s} {' '.join(cells)}")
     supported = sum(len(op.dtypes) for op in OPS)
     total = len(OPS) * len(ALL)
     write = terminalreporter.write_line
     write("")
     write(f"op database: {len(OPS)} entries x {len(ALL)} dtypes = {total} cells; "
           f"{supported} supported (checked against a reference), {total - supported} unsupported (checked to raise)")  # fmt: skip
-    write(f"{'':<{width}s} {header}")
+    if not (config.getoption("--op-db-table") or os.environ.get("EMBER_OP_DB_TABLE", "") not in ("", "0")):
+        write("  (pytest --op-db-table, or EMBER_OP_DB_TABLE=1, prints which entry supports which dtype)")
+        return
+    reasons: dict[str, str] = {}
+    names = [_SHORT.get(d.name, d.name) for d in ALL]
+    widths = [max(len(n), 2) for n in names]
+    width = max(len(op.name) for op in OPS)
+    lines = []
+    for op in OPS:
+        cells = []
+        for dtype, w in zip(ALL, widths):
+            if dtype in op.dtypes:
+                cells.append(f"{'ok':>{w}s}")
+            else:
+                code = reasons.setdefault(op.unsupported, chr(ord("A") + len(reasons)))
+                cells.append(f"{code:>{w}s}")
+        lines.append(f"{op.name:<{width}s} {' '.join(cells)}")
+    write(f"{'':<{width}s} {' '.join(f'{n:>{w}s}' for n, w in zip(names, widths))}")
     for line in lines:
         write(line)
+    write("unsupported (checked to raise an ember error), by reason:")
     for reason, code in reasons.items():
         write(f"  {code}: {reason}")

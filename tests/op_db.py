@@ -359,7 +359,8 @@ def assert_close(got, want, tol, what, where=None, scale=1.0):
     got, want = wide(got), wide(want)
     if where is not None:
         got, want = np.where(where, got, 0), np.where(where, want, 0)
-    scale = max(scale, float(np.max(np.abs(want)))) if want.size else scale
+    finite = np.abs(want[np.isfinite(want)])  # inf and nan compare by value; they set no scale (atol * inf is nan)
+    scale = max(scale, float(np.max(finite))) if finite.size else scale
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale, err_msg=what)
 
 
