@@ -221,3 +221,17 @@ def test_conv_window_wider_than_input_raises(size, rhs_dilation, padding):
     # One element more of padding and the window fits: a result of size 1 (JAX's too).
     fitting = [(0, 5 - size)] if rhs_dilation == 2 else [(0, 1)]
     assert lax.conv_general_dilated(x, w, (1,), fitting, rhs_dilation=(rhs_dilation,)).shape == (1, 1, 1)
+
+
+# --- sequences of traced values ------------------------------------------------------------------
+
+
+def test_asarray_of_traced_values_keeps_their_derivatives():
+    # NumPy read the concrete primal values of the tracers, so these gradients were silently 0.
+    assert float(ember.grad(lambda x: enp.asarray([x, x]).sum())(1.0)) == 2.0
+    assert float(ember.grad(lambda x: enp.asarray([[x, 2 * x], [1.0, 2.0]]).sum())(1.0)) == 3.0
+    assert float(ember.grad(lambda x: enp.array([x, x], dtype="float16").sum())(1.0)) == 2.0
+    assert float(ember.grad(lambda x: enp.asarray([x, x]).at[1].multiply(2.0).sum())(1.0)) == 3.0
+    np.testing.assert_array_equal(np.asarray(ember.vmap(lambda x: enp.asarray([x, 1.0]))(enp.arange(3.0))),
+                                  [[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]])  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(ember.jit(lambda x: enp.asarray([x, 1.0]))(2.0)), [2.0, 1.0])

@@ -11,6 +11,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.array import CPU, Array, from_host, wrap
+from ember.core.primitive import Tracer, trace_stack
 from ember.core.primitives import elementwise as ew
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import DTypeError, EmberOverflowError, InvalidArgumentError
@@ -77,10 +78,21 @@ def _asarray_no_copy(a, dtype) -> Array:
 def _asarray(a, dtype, op: str) -> Array:
     if dtype is not None and type(a) is int:
         return _python_int(a, user_dtype(dtype, op), op)
+    if isinstance(a, (list, tuple)) and trace_stack() and _holds_tracer(a):
+        # Stacked with primitives so that transforms see the traced elements: NumPy would read only
+        # their concrete primal values, and gradients through asarray([x, x]) were silently 0.
+        from ember.numpy._shape import stack  # _shape imports this module
+
+        x = stack([_asarray(e, None, op) for e in a])
+        return convert(x, user_dtype(dtype, op)) if dtype is not None else x
     x = from_host(a, op) if not isinstance(a, Array) else a
     if dtype is not None:
         x = convert(x, user_dtype(dtype, op))
     return x
+
+
+def _holds_tracer(a) -> bool:
+    return any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _holds_tracer(e) for e in a)
 
 
 def _python_int(value: int, dtype: np.dtype, op: str) -> Array:
