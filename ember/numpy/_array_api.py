@@ -201,7 +201,7 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
         raise DTypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method; use enp.asarray for other objects")
     try:
         value = np.from_dlpack(x, copy=copy)
-    except (RuntimeError, TypeError) as err:
+    except (RuntimeError, TypeError, BufferError) as err:
         raise DTypeError(
             f"from_dlpack: NumPy cannot read this {type(x).__name__} through DLPack ({err}); bfloat16 has no DLPack "
             "code NumPy knows: convert it to float32 first"
