@@ -390,7 +390,7 @@ def weighted_sum(fn, weights):
         for w, o in zip(weights, fn(*diff)):
             if w is not None:
                 total = total + enp.real(enp.sum(enp.asarray(w) * o))
-        return enp.asarray(total, dtype="float64")
+        return enp.asarray(total, dtype=float)  # the widest float enabled (float64 under x64)
 
     return scalar
 
@@ -400,7 +400,7 @@ def _load_families() -> None:
 
     for module in ("op_db_lax", "op_db_indexing", "op_db_take", "op_db_enp_ufuncs", "op_db_enp_other", "op_db_sorting",
                    "op_db_random", "op_db_conv", "op_db_collective", "op_db_control_flow", "op_db_linalg", "op_db_eigen", "op_db_fft",
-                   "op_db_enp_extra"):
+                   "op_db_enp_extra", "op_db_array_api"):
         first = len(OPS)
         try:
             importlib.import_module(module)
