@@ -235,3 +235,52 @@ def test_asarray_of_traced_values_keeps_their_derivatives():
     np.testing.assert_array_equal(np.asarray(ember.vmap(lambda x: enp.asarray([x, 1.0]))(enp.arange(3.0))),
                                   [[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]])  # fmt: skip
     np.testing.assert_array_equal(np.asarray(ember.jit(lambda x: enp.asarray([x, 1.0]))(2.0)), [2.0, 1.0])
+
+
+# --- weak types of results (JAX's flags, spelled out) --------------------------------------------
+
+
+def _flags(x):
+    return (np.dtype(x.dtype).name, bool(x.weak_type))
+
+
+WEAK_CASES = {
+    # a strong array stays strong whatever Python scalar it meets
+    "at_multiply": (lambda: enp.ones(3).at[1].multiply(2.0), ("float32", False)),
+    "at_multiply_weak": (lambda: enp.asarray(1.0).at[()].multiply(2.0), ("float32", True)),
+    "einsum_scalar_operand": (lambda: enp.einsum("i,->i", enp.ones(2), 2.0), ("float32", False)),
+    "einsum_python_scalars": (lambda: enp.einsum(",->", 3.0, 2.0), ("float32", True)),
+    "minimum_of_at_set": (lambda: enp.minimum(enp.ones(3).at[0].set(2.0), 1.0), ("float32", False)),
+    "minimum_of_weak_at_set": (lambda: enp.minimum(enp.asarray(1.0).at[()].set(2.0), 1.0), ("float32", True)),
+    # comparisons follow the standard rule: weak when every operand is (int16 meets a weak float: a weak float32)
+    "equal_int16_py_float": (lambda: enp.equal(enp.int16(1), 1.0), ("bool", True)),
+    "equal_int16_py_int": (lambda: enp.equal(enp.int16(1), 1), ("bool", False)),
+    "less_py_ints": (lambda: enp.less(1, 2), ("bool", True)),
+    "isfinite_py_float": (lambda: enp.isfinite(1.0), ("bool", True)),
+    "abs_py_complex": (lambda: enp.abs(1.0j), ("float32", True)),
+    "real_py_complex": (lambda: enp.real(1.0j), ("float32", True)),
+    # jnp reductions return strong results
+    "sum_py_float": (lambda: enp.sum(2.0), ("float32", False)),
+    "max_py_float": (lambda: enp.max(2.0), ("float32", False)),
+    "mean_py_float": (lambda: enp.mean(2.0), ("float32", False)),
+    "var_py_float": (lambda: enp.var(2.0), ("float32", False)),
+    "all_py_float": (lambda: enp.all(2.0), ("bool", False)),
+    # under grad: the seed is ones_like(output), weak when the output is
+    "grad_at_multiply": (lambda: ember.grad(lambda x: x.at[()].multiply(2.0))(1.0), ("float32", True)),
+    "grad_einsum": (lambda: ember.grad(lambda x: enp.einsum(",->", x, 2.0))(1.0), ("float32", True)),
+    "grad_minimum_at_set": (lambda: ember.grad(lambda x: enp.minimum(x.at[()].set(2.0), 1.0))(1.0), ("float32", True)),
+    "value_and_grad_minimum": (lambda: ember.value_and_grad(lambda x: enp.minimum(x, 1.0))(2.0)[1], ("float32", True)),
+    "grad_strong_input": (lambda: ember.grad(lambda x: x * 2.0)(enp.float32(1.0)), ("float32", False)),
+    "grad_where_equal": (lambda: ember.grad(lambda x: enp.where(enp.equal(enp.int16(1), x), x, 0.0))(1.0), ("float32", True)),
+    # jvp: a tangent takes its primal's weak type
+    "jvp_weak_primal": (lambda: ember.jvp(lambda x: x * 2.0, (1.0,), (enp.float32(1.0),))[1], ("float32", True)),
+    "jvp_strong_primal": (lambda: ember.jvp(lambda x: x * 2.0, (enp.float32(1.0),), (1.0,))[1], ("float32", False)),
+    # vjp passes the given cotangent's type through
+    "vjp_strong_ct": (lambda: ember.vjp(lambda x: x * 2.0, 1.0)[1](enp.float32(1.0))[0], ("float32", False)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WEAK_CASES))
+def test_weak_type_as_jax(name):
+    fn, want = WEAK_CASES[name]
+    assert _flags(_quiet(fn)) == want

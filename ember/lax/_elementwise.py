@@ -294,7 +294,7 @@ def stop_gradient(x: Any) -> Any:
     treats it as a constant.
 
     >>> ember.grad(lambda x: x * lax.stop_gradient(x))(3.0)
-    Array(3., dtype=float32)
+    Array(3., dtype=float32, weak_type=True)
     """
     return tree_map(lambda leaf: ew.stop_gradient_p.bind(*operands("stop_gradient", (leaf,))), x)
 

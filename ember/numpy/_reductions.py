@@ -56,7 +56,7 @@ def _sum_like(op: str, prim, identity, a, axis, dtype, keepdims, initial, where_
     x = asarray(a)
     axes = canonical_axes(op, axis, x.ndim)
     target = dtype_arg(dtype) or _upcast_for_sum(x.dtype)
-    x = convert(x, target, x.weak_type)
+    x = convert(x, target)  # strong, as JAX's reductions return: sum(2.0) is a float32, not a weak one
     x = _masked(op, x, where_, identity)
     out = prim.bind(x, axes=axes)
     if initial is not None:
@@ -91,6 +91,7 @@ def _extremum(op: str, prim, a, axis, keepdims, initial, where_) -> Array:
     axes = canonical_axes(op, axis, x.ndim)
     if dtypes.is_complex(x.dtype):
         raise DTypeError(f"{op}: complex arrays have no ordering here; take {op} of x.real or abs(x)")
+    x = convert(x, x.dtype)
     empty = builtins.any(x.shape[i] == 0 for i in axes)  # this module's `any` shadows the builtin
     if initial is None and (empty or where_ is not None):
         if empty:
@@ -141,7 +142,7 @@ amax, amin = max, min
 def _logical_reduce(op: str, prim, a, axis, keepdims, where_) -> Array:
     from ember.numpy._ufuncs import _to_bool
 
-    x = _to_bool(op, a)
+    x = convert(_to_bool(op, a), dtypes.bool_)  # a weak bool (a comparison of Python scalars) reduces to a strong one
     axes = canonical_axes(op, axis, x.ndim)
     x = _masked(op, x, where_, prim is rd.reduce_and_p)
     return _keep(prim.bind(x, axes=axes), axes, keepdims)
@@ -199,10 +200,10 @@ def mean(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool =
     x = asarray(a)
     axes = canonical_axes("mean", axis, x.ndim)
     target = _mean_dtype(x, dtype)
-    total = sum(convert(x, target, x.weak_type), axis=axes, where=where)
+    total = sum(convert(x, target), axis=axes, where=where)
     count = _count(x, axes, where)
     out_ = total / (asarray(count, dtypes.real_dtype(target)) if isinstance(count, Array) else count)
-    return _keep(convert(out_, target, out_.weak_type), axes, keepdims)
+    return _keep(convert(out_, target), axes, keepdims)
 
 
 def var(a: ArrayLike, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
@@ -218,7 +219,7 @@ def var(a: ArrayLike, axis: Axis = None, dtype=None, out=None, ddof: int = 0, ke
     x = asarray(a)
     axes = canonical_axes("var", axis, x.ndim)
     target = _mean_dtype(x, dtype)
-    x = convert(x, target, x.weak_type)
+    x = convert(x, target)
     centered = x - mean(x, axis=axes, keepdims=True, where=where)
     from ember.numpy._ufuncs import conjugate
 

@@ -19,7 +19,8 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero, zeros
-from ember.core.array import Array, from_host
+from ember.core.array import Array, from_host, wrap
+from ember.core.primitives.elementwise import convert_element_type_p
 from ember.core.primitive import new_trace
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.core.staging import StagingTrace
@@ -86,6 +87,8 @@ def _check_tangent(op: str, what: str, primal: Array, tangent: Any) -> Any:
             f"{primal.dtype}; tangents must match their primals exactly"
         )
     return t
+    if t.weak_type != primal.aval.weak_type:  # as JAX's tangent avals: the primal's weak type
+        t = convert_element_type_p.bind(t, new_dtype=t.dtype, weak_type=primal.aval.weak_type)
 
 
 # --- forward mode ------------------------------------------------------------------------------
@@ -266,7 +269,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, op: str) -> C
         if not holomorphic and not dtypes.is_floating(out.dtype):
             raise DTypeError(f"{op}: the function must return a real floating-point scalar, got shape () and dtype "
                              f"{out.dtype}" + ("; pass holomorphic=True for complex outputs" if dtypes.is_complex(out.dtype) else ""))  # fmt: skip
-        one = from_host(np.ones((), out.dtype), op)
+        one = wrap(np.ones((), out.dtype), out.weak_type)  # JAX's seed, ones_like(out): weak when out is
         grads = _pull_back(op, lin, store["out_tree"], in_tree, one, free_residuals=True)
         grads = grads[0] if isinstance(argnums, int) else grads
         value = tree_unflatten(store["out_tree"], outs)

@@ -161,7 +161,7 @@ class custom_jvp(_Decorated):
     ...     (x,), (t,) = primals, tangents
     ...     return log1pexp(x), t * (1 - 1 / (1 + enp.exp(x)))
     >>> ember.grad(log1pexp)(100.0)
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
@@ -246,7 +246,7 @@ class custom_vjp(_Decorated):
     ...     return x
     >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (enp.clip(g, -1.0, 1.0),))
     >>> ember.grad(lambda x: 5.0 * clip_gradient(x))(2.0)
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):

@@ -131,7 +131,9 @@ class Elementwise(Primitive):
         super().__init__(name)
         self.allowed = allowed
         self.result = result
-        self.keeps_weak = keeps_weak and result is same
+        # JAX's rule for every standard primitive: the result is weak when all operands are, whatever
+        # its dtype (a comparison of two Python floats is a weak bool, abs of a weak complex a weak float).
+        self.keeps_weak = keeps_weak
         self._fast = {d: result(d) for d in allowed.members}
         self.abstract_eval = self._abstract_eval
         defbroadcasting(self)  # operands broadcast like NumPy's, so one batching rule fits them all
