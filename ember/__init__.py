@@ -58,6 +58,22 @@ def devices(platform: str | None = None) -> list[Device]:
     return [d for d in found if platform is None or d.platform == platform]
 
 
+# The public functions are boundaries: an error leaving one has ember's own frames dropped from its
+# traceback (ember/_traceback.py; EMBER_TRACEBACK_FILTERING=off shows them). Done once here, after every
+# namespace is imported; ember's modules call the plain functions among themselves.
+def _install_boundaries() -> None:
+    import sys
+
+    from ember import _traceback
+
+    for name in ("ember", "ember.numpy", "ember.numpy.linalg", "ember.numpy.fft", "ember.lax", "ember.lax.linalg",
+                 "ember.scipy.special", "ember.scipy.linalg", "ember.random", "ember.tree"):  # fmt: skip
+        if name in sys.modules:
+            _traceback.wrap_namespace(sys.modules[name])
+
+
+_install_boundaries()
+
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
            "custom_jvp", "custom_vjp", "debug", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian",
            "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "numpy",

@@ -10,6 +10,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+# ember drops its own frames from the tracebacks of errors it raises (ember/_traceback.py); a failing
+# test of ember itself needs them, so the suite shows them unless EMBER_TRACEBACK_FILTERING is set.
+os.environ.setdefault("EMBER_TRACEBACK_FILTERING", "off")
+
 
 def pytest_configure(config):
     # `pytest -m full` means "everything, the extended tier included"; a plain

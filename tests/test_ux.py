@@ -8,8 +8,10 @@ user's code rather than ember's internals. References are written out by hand or
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
+import traceback
 
 import numpy as np
 import pytest
@@ -164,3 +166,86 @@ def test_import_ember_makes_ember_scipy_available():
 def test_errors_are_ember_errors():
     with pytest.raises(EmberError):
         enp.ones(2)[3]
+
+
+# --- traceback filtering --------------------------------------------------------------------------------
+
+EMBER_DIR = os.path.dirname(os.path.abspath(ember.__file__)) + os.sep
+
+
+@pytest.fixture
+def filtering(monkeypatch):
+    monkeypatch.setenv("EMBER_TRACEBACK_FILTERING", "on")  # the suite turns it off (tests/conftest.py)
+
+
+def _frames(err: BaseException) -> list[traceback.FrameSummary]:
+    return traceback.extract_tb(err.__traceback__)
+
+
+def _files(err: BaseException) -> list[str]:
+    return [f.filename for f in _frames(err)]
+
+
+def _loss(w, x):
+    return enp.sum(x @ w)  # the line the error points to
+
+
+def test_a_shape_error_under_transforms_shows_only_the_users_frames(filtering):
+    step = ember.jit(ember.vmap(ember.grad(_loss), in_axes=(None, 0)))
+    with pytest.raises(ember.errors.ShapeError, match="matmul") as info:
+        step(enp.ones((3, 2)), enp.ones((5, 4, 4)))
+    frames = _frames(info.value)
+    assert not [f for f in frames if f.filename.startswith(EMBER_DIR)], [f.filename for f in frames]
+    assert [f.name for f in frames] == ["test_a_shape_error_under_transforms_shows_only_the_users_frames", "_loss"]
+    assert frames[-1].line == "return enp.sum(x @ w)  # the line the error points to"
+    text = "".join(traceback.format_exception(info.value))
+    assert len(text.splitlines()) <= 10, text  # 66 lines with every frame
+
+
+def test_eager_errors_show_the_call_and_not_the_numpy_error_ember_replaced(filtering):
+    with pytest.raises(ember.errors.ShapeError) as info:
+        enp.ones((2, 3)) + enp.ones(4)
+    assert _files(info.value) == [__file__]
+    text = "".join(traceback.format_exception(info.value))
+    assert "During handling" not in text and "operands could not be broadcast" not in text
+    for call in (lambda: enp.sum(enp.ones((2, 3)), axis=3), lambda: enp.ones((2, 3))[7],
+                 lambda: ember.lax.cond(True, lambda: enp.ones(2), lambda: enp.ones(3)),
+                 lambda: ember.random.normal(ember.random.key(0), (2,), dtype="int32")):  # fmt: skip
+        with pytest.raises(EmberError) as info:
+            call()
+        assert set(_files(info.value)) == {__file__}, _files(info.value)
+
+
+def test_filtering_off_shows_every_frame(monkeypatch):
+    monkeypatch.setenv("EMBER_TRACEBACK_FILTERING", "off")
+    with pytest.raises(ember.errors.ShapeError) as info:
+        ember.grad(_loss)(enp.ones((3, 2)), enp.ones((4, 4)))
+    inside = [f for f in _files(info.value) if f.startswith(EMBER_DIR)]
+    assert len(inside) > 5 and any(f.endswith("autodiff.py") for f in inside)
+
+
+def test_the_users_own_errors_pass_through_ember_filtered(filtering):
+    def loss(w):
+        return enp.sum(w * undefined_name)  # noqa: F821
+
+    with pytest.raises(NameError) as info:
+        ember.jit(ember.grad(loss))(enp.ones(3))
+    assert set(_files(info.value)) == {__file__}
+
+
+def test_a_bug_inside_ember_keeps_its_frames(filtering):
+    # An exception that is not an ember error, raised in ember's own files, is a bug: nothing is dropped.
+    namespace: dict = {}
+    exec(compile("def broken(x):\n    return 1 / 0\n", EMBER_DIR + "_pretend_internal.py", "exec"), namespace)
+    with pytest.raises(ZeroDivisionError) as info:
+        ember.vmap(lambda x: namespace["broken"](x))(enp.ones(2))
+    assert any(f.endswith("vmap.py") for f in _files(info.value))
+    assert _files(info.value)[-1] == EMBER_DIR + "_pretend_internal.py"
+
+
+def test_boundaries_keep_names_and_identity_where_it_matters():
+    assert enp.sum.__name__ == "sum" and enp.sum.__wrapped__ is ember.numpy._reductions.sum
+    assert ember.grad(_loss).__name__ == "grad(_loss)"
+    # lax.reduce_window recognises lax.max through its boundary
+    out = ember.lax.reduce_window(enp.arange(4.0), -np.inf, ember.lax.max, (2,), (2,), "VALID")
+    assert np.asarray(out).tolist() == [1.0, 3.0]

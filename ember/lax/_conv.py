@@ -301,6 +301,7 @@ _COMBINE = {"sum": ew.add, "max": ew.max, "min": ew.min}
 
 
 def _monoid(computation) -> str:
+    computation = getattr(computation, "__wrapped__", computation)  # lax.add is a traceback boundary around ew.add
     if isinstance(computation, str) and computation in _MONOIDS:
         return _MONOIDS[computation]
     for kind, fn in _COMBINE.items():

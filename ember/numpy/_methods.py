@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import lax
+from ember._traceback import filter_error
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
@@ -85,14 +86,24 @@ def _operator(fn, prim=None):
                     return out
         if not _accepts(other):
             return NotImplemented
-        return fn(self, other)
+        try:
+            return fn(self, other)
+        except Exception as err:  # operators are traceback boundaries (ember/_traceback.py), inline for speed
+            filter_error(err)
+            raise
 
     def reflected(self, other):
         if type(self) is Array and prim is not None and _scalar_keeps_dtype(other, self._value) and self._value.dtype in fast:
             out = run_fast(self, self._value.dtype.type(other), self._value, self._weak)
             if out is not None:
                 return out
-        return fn(other, self) if _accepts(other) else NotImplemented
+        if not _accepts(other):
+            return NotImplemented
+        try:
+            return fn(other, self)
+        except Exception as err:
+            filter_error(err)
+            raise
 
     return forward, reflected
 
@@ -159,7 +170,11 @@ def _getitem(self, index):
                     result._value = out if type(out) is _ndarray else np.asarray(out)
                     result._weak = self._weak
                     return result
-    return _indexing.getitem(self, index)
+    try:
+        return _indexing.getitem(self, index)
+    except Exception as err:
+        filter_error(err)
+        raise
 
 
 def _plain_slices(items) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._traceback import api_boundary
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero, zeros
@@ -86,9 +87,9 @@ def _check_tangent(op: str, what: str, primal: Array, tangent: Any) -> Any:
             f"{op}: {what} has shape {t.shape} and dtype {t.dtype}, but its primal has shape {primal.shape} and dtype "
             f"{primal.dtype}; tangents must match their primals exactly"
         )
-    return t
     if t.weak_type != primal.aval.weak_type:  # as JAX's tangent avals: the primal's weak type
         t = convert_element_type_p.bind(t, new_dtype=t.dtype, weak_type=primal.aval.weak_type)
+    return t
 
 
 # --- forward mode ------------------------------------------------------------------------------
@@ -143,6 +144,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     """
     outs, aux, lin, store, in_tree = _linearize(fun, primals, "linearize", has_aux)
 
+    @api_boundary
     def f_jvp(*tangents):
         flat_tangents, tree = tree_flatten(tuple(tangents))
         if tree != in_tree:
@@ -186,6 +188,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     outs, aux, lin, store, in_tree = _linearize(fun, primals, "vjp", has_aux)
     out_tree = store["out_tree"]
 
+    @api_boundary
     def f_vjp(ct):
         return _pull_back("vjp", lin, out_tree, in_tree, ct, free_residuals=False)
 
@@ -275,8 +278,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, op: str) -> C
         value = tree_unflatten(store["out_tree"], outs)
         return ((value, _rebuild_aux(store, aux)), grads) if has_aux else (value, grads)
 
-    _name_like(wrapped, fun, op)
-    return wrapped
+    return _name_like(wrapped, fun, op)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
@@ -301,16 +303,18 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             return g, aux
         return value_and_grad_fun(*args, **kwargs)[1]
 
-    _name_like(wrapped, fun, "grad")
-    return wrapped
+    return _name_like(wrapped, fun, "grad")
 
 
-def _name_like(wrapped: Callable, fun: Callable, transform: str) -> None:
+def _name_like(wrapped: Callable, fun: Callable, transform: str) -> Callable:
+    """`wrapped` as the public function a transform returns: a traceback boundary named after `fun`."""
+    wrapped = api_boundary(wrapped)
     name = getattr(fun, "__name__", type(fun).__name__)
     wrapped.__name__ = f"{transform}({name})"
     wrapped.__qualname__ = wrapped.__name__
     wrapped.__doc__ = getattr(fun, "__doc__", None)
     wrapped.__wrapped__ = fun
+    return wrapped
 
 
 def linear_transpose(fun: Callable, *primals: Any) -> Callable:
@@ -335,6 +339,7 @@ def linear_transpose(fun: Callable, *primals: Any) -> Callable:
     out_avals = [v.aval for v in program.outvars]
     out_tree = store["out_tree"]
 
+    @api_boundary
     def transposed(ct):
         flat_cts, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:

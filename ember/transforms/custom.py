@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._traceback import api_boundary
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero, instantiate, zeros
@@ -204,6 +205,7 @@ class custom_jvp(_Decorated):
 
         self.defjvp(jvp)
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = self._name
         if self.jvp is None:
@@ -264,6 +266,7 @@ class custom_vjp(_Decorated):
         """
         self.fwd, self.bwd = fwd, bwd
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = self._name
         if self.fwd is None:

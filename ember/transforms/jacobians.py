@@ -176,7 +176,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         jac = _nest(out_tree, in_tree, argnums, blocks)
         return (jac, aux) if has_aux else jac
 
-    _name_like(jacfun, fun, op)
+    jacfun = _name_like(jacfun, fun, op)
     return jacfun
 
 
@@ -276,7 +276,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             return jac, aux
         return jac
 
-    _name_like(jacfun, fun, op)
+    jacfun = _name_like(jacfun, fun, op)
     return jacfun
 
 
@@ -419,7 +419,7 @@ def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fa
             return f"jacobian uses {name}: {sizes}, so {c.reason}"
         return f"jacobian uses {name} because {c.reason} ({sizes})"
 
-    _name_like(jacfun, fun, op)
+    jacfun = _name_like(jacfun, fun, op)
     jacfun.explain = explain
     jacfun.mode = mode
     return jacfun

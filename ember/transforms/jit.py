@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ember._traceback import api_boundary, filter_error
 from ember.backends.codegen import Compiled, compile_program
 from ember.config import config
 from ember.core import dtypes, passes
@@ -463,31 +464,35 @@ class Jitted:
         return f"{self._name}: retracing because {reason}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # The fast lane: positional Array arguments, no transform active. The key is what the
-        # signature would be (a flat tuple of leaves has one pytree structure per length).
-        if not kwargs and not _state.stack and not self.donate_argnums:
-            key: list[Any] = [config.enable_x64]
-            for x in args:
-                if type(x) is not Array:
-                    break
-                key.append((x._value.shape, x._value.dtype, x._weak))
-            else:
-                hit = self._fast.get(tuple(key))
-                if hit is not None and not (config.disable_jit or config.debug_nans):
-                    entry, sig = hit
-                    self._cache.move_to_end(sig)
-                    outs = _wrap_outputs(entry.fn(*entry.const_buffers, *[x._value for x in args]), entry.out_avals)
-                    return outs[0] if entry.single else tree_unflatten(entry.out_tree, outs)
-        if config.disable_jit:
-            return self.fun(*args, **kwargs)
-        entry, arrays, sig = self._lookup(args, kwargs)
-        if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
-            self._fast[(sig.x64, *sig.avals)] = (entry, sig)
-        donated = self._donated_leaves(args) if self.donate_argnums else ()
-        if donated and entry.const_buffers is not None and not _state.stack and not config.debug_nans:
-            # Not under a transform (as in JAX), nor with debug_nans on (it may run the program again).
-            return tree_unflatten(entry.out_tree, entry.run_donating(arrays, donated))
-        return tree_unflatten(entry.out_tree, entry.run(arrays))
+        try:
+            # The fast lane: positional Array arguments, no transform active. The key is what the
+            # signature would be (a flat tuple of leaves has one pytree structure per length).
+            if not kwargs and not _state.stack and not self.donate_argnums:
+                key: list[Any] = [config.enable_x64]
+                for x in args:
+                    if type(x) is not Array:
+                        break
+                    key.append((x._value.shape, x._value.dtype, x._weak))
+                else:
+                    hit = self._fast.get(tuple(key))
+                    if hit is not None and not (config.disable_jit or config.debug_nans):
+                        entry, sig = hit
+                        self._cache.move_to_end(sig)
+                        outs = _wrap_outputs(entry.fn(*entry.const_buffers, *[x._value for x in args]), entry.out_avals)
+                        return outs[0] if entry.single else tree_unflatten(entry.out_tree, outs)
+            if config.disable_jit:
+                return self.fun(*args, **kwargs)
+            entry, arrays, sig = self._lookup(args, kwargs)
+            if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
+                self._fast[(sig.x64, *sig.avals)] = (entry, sig)
+            donated = self._donated_leaves(args) if self.donate_argnums else ()
+            if donated and entry.const_buffers is not None and not _state.stack and not config.debug_nans:
+                # Not under a transform (as in JAX), nor with debug_nans on (it may run the program again).
+                return tree_unflatten(entry.out_tree, entry.run_donating(arrays, donated))
+            return tree_unflatten(entry.out_tree, entry.run(arrays))
+        except Exception as err:  # a traceback boundary (ember/_traceback.py), inline: no wrapper's cost
+            filter_error(err)
+            raise
 
     def _donated_leaves(self, args: tuple) -> tuple[int, ...]:
         """Positions among the dynamic leaves of the arguments in donate_argnums (positional ones)."""
@@ -504,6 +509,7 @@ class Jitted:
             start += count
         return tuple(positions)
 
+    @api_boundary
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The optimized program and generated source for these arguments (traced if not cached).
 
@@ -635,6 +641,7 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable
     """
     nums = _int_tuple(static_argnums, "static_argnums")
 
+    @api_boundary
     def traced(*args: Any, **kwargs: Any) -> ClosedProgram:
         return _trace_for("make_ir", fun, args, kwargs, nums)
 

@@ -22,6 +22,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ember._traceback import api_boundary
 from ember.core import dtypes
 from ember.core.ad import Zero, instantiate
 from ember.core.array import Array
@@ -158,6 +159,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
     name = getattr(fun, "__name__", type(fun).__name__)
 
     @functools.wraps(fun)
+    @api_boundary
     def remat_fun(*args: Any, **kwargs: Any) -> Any:
         fixed = {i % len(args) for i in static if -len(args) <= i < len(args)}
         if len(fixed) != len(static):

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ember._traceback import api_boundary
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero
 from ember.core.array import Array
@@ -431,6 +432,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             return _chunked(fun, flat_args, axes, in_tree, size, chunk_size, out_axes, axis_name)
         return _run(fun, flat_args, axes, in_tree, size, out_axes, axis_name)
 
+    batched = api_boundary(batched)
     batched.__name__ = f"vmap({getattr(fun, '__name__', type(fun).__name__)})"
     batched.__doc__ = getattr(fun, "__doc__", None)
     batched.__wrapped__ = fun
