@@ -683,3 +683,39 @@ def test_every_standard_function_has_a_signature_the_standard_can_call():
         required_keyword_only = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
         assert not required_keyword_only, (name, required_keyword_only)
     assert issubclass(EmberOverflowError, EmberError)
+
+
+def test_the_standards_keyword_arguments_are_accepted():
+    x = enp.ones((2, 3))
+    device = x.device
+    calls = [
+        lambda: enp.zeros(3, dtype=enp.float32, device=device), lambda: enp.ones(3, device=device),
+        lambda: enp.empty(3, device=device), lambda: enp.full(3, 1.0, device=device),
+        lambda: enp.zeros_like(x, device=device), lambda: enp.ones_like(x, dtype=None, device=device),
+        lambda: enp.empty_like(x, device=device), lambda: enp.full_like(x, 2.0, device=device),
+        lambda: enp.arange(0, 3, 1, dtype=None, device=device),
+        lambda: enp.linspace(0, 1, num=3, dtype=None, device=device, endpoint=True),
+        lambda: enp.eye(2, 3, k=1, dtype=None, device=device), lambda: enp.asarray([1], dtype=None, device=device, copy=None),
+        lambda: enp.std(x, axis=0, correction=1, keepdims=False), lambda: enp.var(x, correction=1.0),
+        lambda: enp.reshape(x, (3, 2), copy=None), lambda: enp.reshape(x, (3, 2), copy=True),
+        lambda: enp.sum(x, axis=(0, 1), dtype=None, keepdims=True), lambda: enp.argmax(x, axis=0, keepdims=True),
+        lambda: enp.concat([x, x], axis=None), lambda: enp.vecdot(x, x, axis=-1), lambda: enp.tensordot(x, x.T, axes=1),
+        lambda: enp.meshgrid(enp.ones(2), indexing="ij"), lambda: enp.roll(x, (1, 1), axis=(0, 1)),
+        lambda: enp.permute_dims(x, axes=(1, 0)), lambda: enp.broadcast_to(x, shape=(2, 2, 3)),
+        lambda: enp.sort(x, axis=-1, descending=True, stable=True), lambda: enp.take(x, enp.asarray([0]), axis=0),
+        lambda: enp.searchsorted(enp.arange(3.0), enp.ones(2), side="left", sorter=None),
+        lambda: enp.astype(x, enp.int8, copy=False, device=device), lambda: enp.from_dlpack(x, device=device, copy=None),
+    ]  # fmt: skip
+    for call in calls:
+        assert isinstance(call(), (ember.Array, list, tuple))
+    with pytest.raises(InvalidArgumentError, match="device"):
+        enp.zeros(2, device="cuda:1")
+    assert enp.reshape(x, (3, 2), copy=True).shape == (3, 2)
+
+
+def test_choose_raise_mode_checks_indices():
+    with pytest.raises(InvalidArgumentError, match="indices must be in"):
+        enp.choose(enp.asarray([0, 2]), [enp.zeros(2), enp.ones(2)])
+    with pytest.raises(ConcretizationError, match="mode='clip'"):
+        ember.jit(lambda i: enp.choose(i, [enp.zeros(2), enp.ones(2)]))(enp.asarray([0, 1]))
+    assert ember.jit(lambda i: enp.choose(i, [enp.zeros(2), enp.ones(2)], mode="clip"))(enp.asarray([0, 5])).tolist() == [0.0, 1.0]

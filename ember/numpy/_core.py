@@ -134,7 +134,8 @@ def _user_frame() -> tuple[int, str]:
     default filter shows a warning once per line of user code; and the name of the ember function it called."""
     frame, level, entry = sys._getframe(2), 2, "dtype"
     while frame is not None and frame.f_code.co_filename.startswith(_EMBER_DIR):
-        entry = frame.f_code.co_name
+        if frame.f_code.co_name != "boundary":  # ember._traceback's wrapper of public functions
+            entry = frame.f_code.co_name
         frame, level = frame.f_back, level + 1
     return level, entry
 

@@ -14,7 +14,7 @@ from ember.core.array import Array, from_host
 from ember.core.primitives import elementwise as ew
 from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, dtype_arg
+from ember.numpy._core import ArrayLike, asarray, check_device, dtype_arg
 
 Shape = int | Sequence[int]
 
@@ -45,12 +45,13 @@ def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0) -> A
     return x
 
 
-def full(shape: Shape, fill_value: ArrayLike, dtype=None) -> Array:
+def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Array:
     """An array of `shape` filled with `fill_value` (its dtype, unless `dtype` is given).
 
     >>> enp.full((2,), 7)
     Array([7, 7], dtype=int32)
     """
+    check_device("full", device)
     shape = _shape(shape, "full")
     value = asarray(fill_value, dtype)
     if value.ndim:
@@ -62,35 +63,39 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None) -> Array:
     return lax.broadcast_in_dim(value, shape, ())
 
 
-def zeros(shape: Shape, dtype=None) -> Array:
+def zeros(shape: Shape, dtype=None, *, device=None) -> Array:
     """An array of zeros (float32 by default).
 
     >>> enp.zeros((2, 3)).shape
     (2, 3)
     """
+    check_device("zeros", device)
     return full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float())
 
 
-def ones(shape: Shape, dtype=None) -> Array:
+def ones(shape: Shape, dtype=None, *, device=None) -> Array:
     """An array of ones (float32 by default).
 
     >>> enp.ones(3)
     Array([1., 1., 1.], dtype=float32)
     """
+    check_device("ones", device)
     return full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float())
 
 
-def empty(shape: Shape, dtype=None) -> Array:
+def empty(shape: Shape, dtype=None, *, device=None) -> Array:
     """An array of `shape`; ember fills it with zeros (there is no uninitialised memory to expose).
 
     >>> enp.empty(2).shape
     (2,)
     """
+    check_device("empty", device)
     return zeros(_shape(shape, "empty"), dtype)
 
 
 def _like(name: str, value):
-    def fn(a: ArrayLike, dtype=None, shape: Shape | None = None) -> Array:
+    def fn(a: ArrayLike, dtype=None, shape: Shape | None = None, *, device=None) -> Array:
+        check_device(name, device)
         x = a if isinstance(a, Array) else asarray(a)
         target = dtype_arg(dtype) or x.dtype
         return full(x.shape if shape is None else shape, value(target), target)
@@ -107,22 +112,25 @@ ones_like = _like("ones_like", lambda d: 1)
 empty_like = _like("empty_like", lambda d: 0)
 
 
-def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | None = None) -> Array:
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | None = None, *, device=None) -> Array:
     """An array like `a` (shape and dtype, unless given) filled with `fill_value`.
 
     >>> enp.full_like(enp.ones(2), 5.0)
     Array([5., 5.], dtype=float32)
     """
+    check_device("full_like", device)
     x = asarray(a)
     return full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype)
 
 
-def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | None = None, dtype=None) -> Array:
+def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | None = None, dtype=None, *,
+           device=None) -> Array:  # fmt: skip
     """Evenly spaced values in [start, stop) (NumPy's arange; ints give int32, floats float32).
 
     >>> enp.arange(5)
     Array([0, 1, 2, 3, 4], dtype=int32)
     """
+    check_device("arange", device)
     for v in (start, stop, step):
         if isinstance(v, Array) and not type(v) is Array:
             raise InvalidArgumentError("arange: start, stop and step must be concrete (static) values")
@@ -159,7 +167,7 @@ def _as_result(out: Array, target: np.dtype) -> Array:
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0) -> Array | tuple[Array, Array]:  # fmt: skip
+             dtype=None, axis: int = 0, *, device=None) -> Array | tuple[Array, Array]:  # fmt: skip
     """`num` evenly spaced samples from `start` to `stop` (array endpoints broadcast).
 
     Args:
@@ -177,6 +185,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     >>> enp.linspace(0.0, 1.0, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
+    check_device("linspace", device)
     from ember.numpy import _shape as sh
 
     num = _count("linspace", num)
@@ -278,13 +287,14 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     return convert(out, target)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> Array:
     """A 2-d array with ones on the k-th diagonal.
 
     >>> enp.eye(2)
     Array([[1., 0.],
            [0., 1.]], dtype=float32)
     """
+    check_device("eye", device)
     N, M = _shape((N, N if M is None else M), "eye")
     rows = lax.broadcasted_iota(dtypes.default_int(), (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.default_int(), (N, M), 1)

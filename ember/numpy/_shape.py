@@ -9,6 +9,7 @@ import numpy as np
 
 from ember import lax
 from ember.core.array import Array, wrap
+from ember.core.primitives import elementwise as ew
 from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import InvalidArgumentError, ShapeError
@@ -43,12 +44,18 @@ def size(a: ArrayLike, axis: int | None = None) -> int:
     return x.size if axis is None else x.shape[normalize_axis("size", axis, x.ndim)]
 
 
-def reshape(a: ArrayLike, shape: int | Sequence[int] = None, order: str = "C", *, newshape=None) -> Array:
+def reshape(a: ArrayLike, shape: int | Sequence[int] = None, order: str = "C", *, newshape=None,
+            copy: bool | None = None) -> Array:  # fmt: skip
     """Give `a` a new shape with the same number of elements; one dimension may be -1.
+
+    `copy` is the array API's: True returns a new array; None and False never copy (ember arrays are immutable,
+    so a reshaped view is as good as a copy).
 
     >>> enp.reshape(enp.arange(6), (2, -1)).shape
     (2, 3)
     """
+    if copy:
+        return ew.copy_p.bind(reshape(a, shape, order, newshape=newshape))
     if shape is None:
         shape = newshape
     if type(a) is Array and type(a._value) is np.ndarray and order == "C" and type(shape) is tuple:
