@@ -53,6 +53,8 @@ def test_fft_sizes_must_be_positive(call, match):
     (lambda: enp.fft.fftshift(np.ones((2, 3)), axes=(0, 0)), r"enp\.fft\.fftshift: repeated axis"),
     (lambda: enp.fft.fftn(np.ones((2, 3)), s=(2, 3), axes=(0,)), r"enp\.fft\.fftn: s=\(2, 3\) and axes=\(0,\) have different lengths"),
     (lambda: enp.fft.irfftn(np.ones((2, 3)), s=(4,), axes=(0, 1)), r"enp\.fft\.irfftn: s=\(4,\) and axes=\(0, 1\) have different lengths"),
+    (lambda: enp.fft.fftn(np.ones((2, 3)), axes=1), r"enp\.fft\.fftn: axes must be a sequence of ints .*got 1"),
+    (lambda: enp.fft.rfftn(np.ones((2, 3)), s=3), r"enp\.fft\.rfftn: s must be a sequence of sizes, got 3"),
     (lambda: enp.fft.fft(np.ones(4), norm="unitary"), r"enp\.fft\.fft: norm must be one of \('backward', 'ortho', 'forward'\)"),
     (lambda: enp.fft.fft(np.ones(4), n=2.5), r"enp\.fft\.fft: n must be an int, got 2\.5"),
     (lambda: enp.fft.rfftn(np.ones(3), axes=()), r"enp\.fft\.rfftn: needs at least one axis"),
@@ -234,6 +236,8 @@ def test_complex64_stays_complex64_and_x64_gives_complex128():
 
 def test_s_without_axes_takes_the_last_axes_and_none_or_minus_one_sizes():
     x = _complex(2, 3, 4, dtype=np.complex64)
+    np.testing.assert_allclose(enp.fft.fftn(x, s=np.array([5, 2]), axes=np.array([0, 2])),
+                               np.fft.fftn(x, s=(5, 2), axes=(0, 2)), rtol=1e-5, atol=1e-5)  # fmt: skip
     np.testing.assert_allclose(enp.fft.fftn(x, s=(5, 2)), np.fft.fftn(x, s=(5, 2), axes=(1, 2)), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(enp.fft.fftn(x, s=(None, 6), axes=(0, 2)), np.fft.fftn(x, s=(2, 6), axes=(0, 2)),
                                rtol=1e-5, atol=1e-5)  # fmt: skip

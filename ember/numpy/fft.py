@@ -91,17 +91,22 @@ def _axes(op: str, x: Array, axes: Sequence[int]) -> list[int]:
     return out
 
 
+def _sequence(op: str, name: str, value, what: str) -> tuple:
+    if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
+        raise InvalidArgumentError(f"{op}: {name} must be {what}, got {value!r}")
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in value)
+
+
 def _sizes(op: str, x: Array, s: Sequence[Size] | None, axes: Sequence[int] | None,
            inverse_real: bool = False) -> tuple[list[int], list[int]]:  # fmt: skip
     """NumPy's `s` and `axes`: the normalised axes and the transform size along each (for an inverse
     real transform, the real output's sizes). `s` without `axes` means the last len(s) axes; an
     entry None takes the one-axis default, -1 the input's size."""
-    if s is not None and not isinstance(s, (tuple, list)):
-        raise InvalidArgumentError(f"{op}: s must be a sequence of sizes, got {s!r}")
+    s = None if s is None else _sequence(op, "s", s, "a sequence of sizes")
     if axes is None:
         axes = range(x.ndim) if s is None else range(-len(s), 0)
-    elif not isinstance(axes, (tuple, list, range)):
-        raise InvalidArgumentError(f"{op}: axes must be a sequence of ints, got {axes!r}")
+    else:
+        axes = _sequence(op, "axes", axes, "a sequence of ints (one axis: axes=(k,), or the one-axis function)")
     if s is not None and len(s) != len(axes):
         raise InvalidArgumentError(
             f"{op}: s={tuple(s)} and axes={tuple(axes)} have different lengths; give one size per transformed axis"

@@ -19,6 +19,7 @@ jvp applies the primitive to the tangent and the transposes are FFTs again.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 
 import numpy as np
@@ -110,10 +111,10 @@ from ember.core.array import wrap  # noqa: E402
 from ember.core.primitives import elementwise as _ew  # noqa: E402
 
 
-def _mirror_weights(lengths: tuple[int, ...], dtype: np.dtype, mirrored: float, own: float):
-    """Weights along the last axis of an RFFT output: `own` for the frequencies that are their own
-    mirror image (0, and n/2 for even n), `mirrored` for the others (counted twice by IRFFT)."""
-    n = lengths[-1]
+@functools.lru_cache(maxsize=32)  # Arrays are immutable; a gradient step would otherwise rebuild its mask
+def _mirror_weights(n: int, dtype: np.dtype, mirrored: float, own: float):
+    """Weights along the last axis of an RFFT output of n points: `own` for the frequencies that are
+    their own mirror image (0, and n/2 for even n), `mirrored` for the others (counted twice by IRFFT)."""
     w = np.full(n // 2 + 1, mirrored, dtype=dtype)
     w[0] = own
     if n % 2 == 0:
@@ -128,10 +129,10 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
         return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]
     size = math.prod(fft_lengths)
     if fft_type is FftType.RFFT:
-        weighted = _ew.mul_p.bind(_ew.conj_p.bind(ct), _mirror_weights(fft_lengths, ct.dtype, size / 2, size))
+        weighted = _ew.mul_p.bind(_ew.conj_p.bind(ct), _mirror_weights(fft_lengths[-1], ct.dtype, size / 2, size))
         return [fft_p.bind(weighted, fft_type=FftType.IRFFT, fft_lengths=fft_lengths)]
     spectrum = fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=fft_lengths)
-    weights = _mirror_weights(fft_lengths, spectrum.dtype, 2 / size, 1 / size)
+    weights = _mirror_weights(fft_lengths[-1], spectrum.dtype, 2 / size, 1 / size)
     return [_ew.mul_p.bind(_ew.conj_p.bind(spectrum), weights)]
 
 
