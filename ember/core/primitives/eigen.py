@@ -13,13 +13,19 @@ complex128 (LAPACK's types; `ember.numpy.linalg` promotes integers first).
 - ``eig(x, compute_left_eigenvectors, compute_right_eigenvectors)``: ``[w, vl,
   vr]`` (the ones asked for, in that order), always complex. Forward only.
 
-Derivatives at repeated eigenvalues / singular values: the values' derivatives
-(``eigvals_only``, ``compute_uv=False``) never divide by gaps, so gradients of
-eigvalsh, svdvals and the spectral and nuclear norms stay finite there. The
-vectors are not unique inside a repeated eigenspace; their derivatives drop
-the terms whose gap is exactly zero (as JAX's svd does; JAX's eigh gives
-inf/NaN there), which is exact for functions that do not depend on the choice
-of basis inside the eigenspace (``v f(w) v^H``, projections, pinv).
+Derivatives at repeated eigenvalues / singular values (exactly equal ones):
+- the values' derivatives (``eigvals_only``, ``compute_uv=False``) never divide
+  by gaps, so gradients of eigvalsh, svdvals and the spectral and nuclear norms
+  are finite there, as JAX's. Each value's derivative is the diagonal of
+  ``V^H dA V`` in the basis LAPACK picked; sums over a repeated group (traces,
+  norms, any symmetric function's first derivative) are exact.
+- the vectors are not unique inside a repeated eigenspace, and their
+  derivatives drop the terms whose gap is exactly zero (JAX's svd does the
+  same; JAX's eigh gives inf/NaN). Exact for losses that do not use the vectors
+  of a repeated group; for a function of the whole group (``v f(w) v^H``) and
+  for second derivatives of eigenvalues, the dropped terms (divided
+  differences of f) are missing: finite numbers where the derivative through
+  eigh does not exist (JAX: NaN). `ember.numpy.linalg.pinv` has its own rule.
 """
 
 from __future__ import annotations
