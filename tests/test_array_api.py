@@ -470,6 +470,10 @@ def test_dlpack_keywords():
     assert type(capsule).__name__ == "PyCapsule"
     with pytest.raises(BufferError):
         x.__dlpack__(max_version=(1, 0), dl_device=(2, 0))  # no CUDA
+    with pytest.raises(BufferError, match="stream"):
+        x.__dlpack__(stream=1)  # the CPU takes stream=None only
+    with pytest.raises(BufferError, match="read-only"):
+        x.__dlpack__(copy=False)  # a legacy consumer would get a writable alias of an immutable array
     with pytest.raises(InvalidArgumentError, match="device"):
         enp.from_dlpack(np.arange(3), device="cuda:0")
 

@@ -136,7 +136,12 @@ class Array:
         return value if dtype is None else value.astype(dtype, copy=bool(copy))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array's buffer, shared without a copy (flagged read-only) for consumers of
+        DLPack 1.0 or later; older ones, which cannot see the flag, get a copy (``copy=False`` then raises
+        BufferError). On the CPU `stream` must be None, as the array API says."""
         value = self._concrete("__dlpack__")
+        if stream is not None:
+            raise BufferError(f"__dlpack__: a CPU array takes stream=None, got stream={stream!r}")
         kwargs = {} if max_version is None else {"max_version": max_version}
         if dl_device is not None:
             kwargs["dl_device"] = dl_device
@@ -144,6 +149,9 @@ class Array:
             kwargs["copy"] = copy
         if max_version is None or max_version[0] < 1:
             # Legacy DLPack cannot flag a buffer read-only: hand out a copy so ember arrays stay immutable.
+            if copy is False:
+                raise BufferError("__dlpack__(copy=False): DLPack before 1.0 cannot mark the buffer read-only, so "
+                                  "ember shares it only with consumers passing max_version=(1, 0) or later")
             value = value.copy()
         elif value.flags.writeable:
             value = value.view()
