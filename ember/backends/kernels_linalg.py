@@ -19,6 +19,7 @@ solve, so they are written here, batched over the leading axes:
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -244,7 +245,7 @@ def lu_kernel(xp, a):
     """(lu, pivots, permutation) of each matrix of a stack, as LAPACK's getrf (0-based pivots)."""
     *batch, m, n = a.shape
     k = min(m, n)
-    work = a.reshape(-1, m, n).copy()
+    work = a.reshape(math.prod(batch), m, n).copy()
     count = work.shape[0]
     perm = xp.broadcast_to(xp.arange(m, dtype=np.int32), (count, m)).copy()
     pivots = xp.zeros((count, k), np.int32)
@@ -289,7 +290,7 @@ def _lu_in_place(xp, a, perm, pivots):
 def pivots_to_permutation(xp, pivots, permutation_size: int):
     """The permutation of range(permutation_size) made by swapping i and pivots[..., i] in order."""
     *batch, k = pivots.shape
-    flat = pivots.reshape(-1, k)
+    flat = pivots.reshape(math.prod(batch), k)
     count = flat.shape[0]
     perm = xp.broadcast_to(xp.arange(permutation_size, dtype=np.int32), (count, permutation_size)).copy()
     rows = xp.arange(count)

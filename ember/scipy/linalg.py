@@ -16,10 +16,12 @@ from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitive import Tracer
-from ember.errors import InvalidArgumentError, ShapeError
+from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax import linalg as _lax_linalg
 from ember.numpy import linalg as _enp_linalg
-from ember.numpy._core import ArrayLike, promote_args, promote_inexact
+from ember.numpy._core import ArrayLike
+from ember.numpy._core import promote_args as _promote_args
+from ember.numpy._core import promote_inexact as _promote_inexact
 from ember.numpy.linalg._spectral import scipy_eigh as eigh
 
 __all__: list[str] = ["block_diag", "cho_factor", "cho_solve", "eigh", "expm", "lu_factor", "lu_solve",
@@ -83,7 +85,7 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
     [1.0, 2.0]
     """
     transpose_a, conjugate_a = _trans("solve_triangular", trans)
-    a, b = promote_inexact("solve_triangular", a, b)
+    a, b = _promote_inexact("solve_triangular", a, b)
     _square("solve_triangular", a)
 
     def solve(a, b):
@@ -112,7 +114,7 @@ def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
     >>> c.tolist(), low
     ([[2.0, 1.0], [0.0, 2.0]], False)
     """
-    (x,) = promote_inexact("cho_factor", a)
+    (x,) = _promote_inexact("cho_factor", a)
     _square("cho_factor", x)
     lower = bool(lower)
     if lower:
@@ -146,7 +148,7 @@ def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bo
         c, lower = c_and_lower
     except (TypeError, ValueError):
         raise InvalidArgumentError("cho_solve: the first argument must be the pair (c, lower) that cho_factor returns") from None
-    c, b = promote_inexact("cho_solve", c, b)
+    c, b = _promote_inexact("cho_solve", c, b)
     _square("cho_solve", c)
     lower = bool(lower)
 
@@ -173,7 +175,7 @@ def lu_factor(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True
     >>> piv.tolist()
     [1, 1]
     """
-    (x,) = promote_inexact("lu_factor", a)
+    (x,) = _promote_inexact("lu_factor", a)
     lu, pivots, _ = _lax_linalg.lu(x)
     return lu, pivots
 
@@ -204,7 +206,7 @@ def lu_solve(lu_and_piv: tuple[ArrayLike, ArrayLike], b: ArrayLike, trans: int |
     except (TypeError, ValueError):
         raise InvalidArgumentError("lu_solve: the first argument must be the pair (lu, piv) that lu_factor returns") from None
     transpose_a, conjugate_a = _trans("lu_solve", trans)
-    lu, b = promote_inexact("lu_solve", lu, b)
+    lu, b = _promote_inexact("lu_solve", lu, b)
     _square("lu_solve", lu)
     perm = _lax_linalg.lu_pivots_to_permutation(lax.convert_element_type(piv, "int32"), lu.shape[-1])
 
@@ -258,8 +260,11 @@ def expm(A: ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 1
     from ember.numpy._reductions import max as _max
     from ember.numpy._reductions import sum as _sum
 
-    (a,) = promote_inexact("expm", A)
+    (a,) = _promote_inexact("expm", A)
     _square("expm", a)
+    if a.dtype not in (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128):
+        raise DTypeError(f"expm: A {_describe(a)} has dtype {a.dtype}, but expm computes in float32, float64, "
+                         "complex64 or complex128 (LAPACK's types); convert it with A.astype('float32')")  # fmt: skip
     if a.size == 0:
         return a
     degree = 13 if a.dtype in (dtypes.float64, dtypes.complex128) else 7
@@ -311,7 +316,7 @@ def block_diag(*arrs: ArrayLike) -> Array:
         from ember.numpy._creation import zeros
 
         return zeros((1, 0))
-    xs = promote_args("block_diag", *arrs)
+    xs = _promote_args("block_diag", *arrs)
     bad = [f"{i}: {_describe(x)}" for i, x in enumerate(xs) if x.ndim > 2]
     if bad:
         raise ShapeError(f"block_diag: blocks must have at most 2 dimensions; got {', '.join(bad)}")

@@ -140,8 +140,8 @@ def det(a: ArrayLike) -> Array:
     Returns:
       (...) determinants.
 
-    >>> float(enp.linalg.det(enp.asarray([[1.0, 2.0], [3.0, 4.0]])))
-    -2.0...
+    >>> round(float(enp.linalg.det(enp.asarray([[1.0, 2.0], [3.0, 4.0]]))), 5)
+    -2.0
     """
     from ember.numpy._reductions import prod
 
