@@ -5,7 +5,7 @@ covariance (Cholesky, or the eigen/singular decomposition), orthogonal is the
 QR factor of a Gaussian matrix with the signs of R's diagonal moved into Q,
 and ball divides generalized normal draws by their Lp norm plus an
 exponential draw (Barthe, Guedon, Mendelson and Naor 2005). The linear
-algebra comes from ``ember.lax.linalg`` (imported when first used), so the
+algebra is ``ember.lax.linalg``'s (cholesky, eigh, svd, qr primitives), so the
 samples differentiate in `mean` and `cov` and batch under `vmap`.
 """
 
@@ -19,6 +19,7 @@ from ember.core import dtypes
 from ember.core.array import Array, from_host
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
 from ember.lax import _elementwise as ew
+from ember.lax import linalg
 from ember.lax import _structural as st
 from ember.lax._convert import convert
 from ember.random._continuous import _standard_exponential, prepare, result_shape
@@ -29,12 +30,6 @@ from ember.random._keys import KeyArray, Shape, canonical_shape, check_key, cons
 __all__ = ["ball", "multivariate_normal", "orthogonal"]
 
 _METHODS = ("cholesky", "eigh", "svd")
-
-
-def _linalg():
-    import ember.lax.linalg as linalg  # above this layer's import time: the linalg family loads on first use
-
-    return linalg
 
 
 def _inexact(fn: str, x, name: str) -> Array:
@@ -86,7 +81,6 @@ def multivariate_normal(key: KeyArray, mean: ArrayLike, cov: ArrayLike, shape: i
             f"dimension, mean.shape = {mean.shape}), got cov.shape = {cov.shape}"
         )
     batch = result_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
-    linalg = _linalg()
     if method == "cholesky":
         factor = linalg.cholesky(cov)
     elif method == "eigh":
@@ -145,7 +139,7 @@ def orthogonal(key: KeyArray, n: int, shape: int | Shape = (), dtype=None, m: in
     z = normal(key, (*shape, rows, cols), dtype)
     if z.size == 0:
         return st.reshape(z, (*shape, n, m)) if n >= m else st.transpose(z, (*range(len(shape)), len(shape) + 1, len(shape)))
-    q, r = _linalg().qr(z, full_matrices=False)
+    q, r = linalg.qr(z, full_matrices=False)
     # Q R with R's diagonal made positive is unique, so the result does not depend on the QR routine's signs.
     eye = st.broadcast_in_dim(const(np.eye(cols), dtype), r.shape, (len(shape), len(shape) + 1))
     diag = st.reduce_sum(ew.mul(r, eye), (len(shape) + 1,))
