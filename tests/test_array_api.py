@@ -723,3 +723,17 @@ def test_choose_raise_mode_checks_indices():
     with pytest.raises(ConcretizationError, match="mode='clip'"):
         ember.jit(lambda i: enp.choose(i, [enp.zeros(2), enp.ones(2)]))(enp.asarray([0, 1]))
     assert ember.jit(lambda i: enp.choose(i, [enp.zeros(2), enp.ones(2)], mode="clip"))(enp.asarray([0, 5])).tolist() == [0.0, 1.0]
+
+
+def test_clip_special_cases_of_the_standard():
+    # 2024.12: NaN in x, min or max gives NaN; NumPy agrees.
+    x = np.array([1.0, -2.0, 3.0, np.nan], dtype=np.float32)
+    for bounds in ({"min": np.nan}, {"max": np.nan}, {"min": np.nan, "max": 1.0}, {"min": -1.0, "max": np.nan}):
+        got, want = np.asarray(enp.clip(enp.asarray(x), **bounds)), np.clip(x, **bounds)
+        np.testing.assert_array_equal(got, want)
+        assert np.isnan(got).all()
+    bounds = (enp.asarray([0.0, np.nan, -1.0, 2.0], dtype=enp.float32), enp.asarray([1.0, 1.0, np.nan, 3.0], dtype=enp.float32))
+    np.testing.assert_array_equal(np.asarray(enp.clip(enp.asarray(x), *bounds)), np.clip(x, *(np.asarray(b) for b in bounds)))
+    # Signed zeros at a zero bound are left open by the standard: ember gives the bound (maximum/minimum, as
+    # jnp.clip), NumPy's clip keeps x's zero (documented in ember/numpy/_array_api.py).
+    assert np.signbit(np.asarray(enp.clip(enp.asarray([-0.0]), min=0.0))).tolist() == [False]

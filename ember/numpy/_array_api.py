@@ -6,11 +6,15 @@ standard and NumPy disagree, ember follows NumPy, as JAX does. The differences:
 
 - ``x.T`` reverses all axes (the standard asks for 2-d input only); ``mT`` is the
   standard's matrix transpose.
-- Elementwise special values (signed zeros, infinities, NaN) are NumPy's where the
-  standard differs: ``sign`` of a complex number is ``x / |x|`` in both, but
-  ``round`` / ``floor`` keep NumPy's results; the special-value tests compare with NumPy.
+- Elementwise special values (signed zeros, infinities, NaN) are NumPy's bit for bit, for
+  every elementwise function of the standard on float32/64 and complex64/128 (e.g. complex
+  ``reciprocal(0j)`` is NumPy's ``nan+nanj``, not the ``1 / 0j`` of ``divide``, which is
+  ``inf+nanj``); tests/test_array_api.py compares them.
 - ``clip`` promotes ``x`` with ``min``/``max`` as NumPy and JAX do (the standard keeps
-  ``x``'s dtype), and rejects complex input.
+  ``x``'s dtype), and rejects complex input. It is ``minimum(maximum(x, min), max)`` as in JAX,
+  so ``clip(-0.0, min=0.0)`` is the bound ``0.0`` where NumPy's clip keeps ``-0.0`` (the
+  standard leaves signed zeros at a bound open); NaN in ``x``, ``min`` or ``max`` gives NaN, as
+  the standard and NumPy say.
 - ``astype`` of a complex array to a real dtype keeps the real part (NumPy's rule; the
   standard leaves it undefined).
 - Results of ``argmax``, ``nonzero``, ``searchsorted``, ``count_nonzero``, ``unique_*``
