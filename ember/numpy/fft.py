@@ -10,6 +10,9 @@ Inputs are promoted as in JAX: integers and bool go to the default float
 dtype, float16 and bfloat16 to float32, real to complex (float32 to
 complex64) where the transform takes complex input. rfft and ihfft take real
 input only. Repeated axes are an error (NumPy would transform such an axis twice).
+Two differences from JAX: rfft of float16/bfloat16 computes in float32 as
+NumPy does (JAX raises), and with x64 on, int32 input goes to the default
+float dtype as everywhere in ember.numpy (JAX computes it in complex64).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ember.errors import DTypeError, InvalidArgumentError
 from ember.lax._convert import convert as _convert
 from ember.numpy._core import ArrayLike
 from ember.numpy._core import asarray as _asarray
+from ember.numpy._core import check_device as _check_device
 from ember.numpy._take import roll as _roll
 
 __all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft",
@@ -514,7 +518,7 @@ def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
       n: the number of samples (the window length).
       d: the sample spacing (a real scalar; may be traced).
       dtype: the floating dtype of the result (default: the default float dtype).
-      device: accepted for the array API; ember places the result on the default device.
+      device: None or the CPU device (the array API's keyword).
 
     Returns:
       ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n * d)``.
@@ -523,6 +527,7 @@ def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
     [0.0, 0.5, -1.0, -0.5]
     """
     op = "enp.fft.fftfreq"
+    _check_device(op, device)
     n = _count(op, n)
     k = lax.iota(dtypes.default_int(), n)
     k = lax.select(lax.lt(k, (n + 1) // 2), k, lax.sub(k, n))
@@ -536,7 +541,7 @@ def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
       n: the number of samples (the window length).
       d: the sample spacing (a real scalar; may be traced).
       dtype: the floating dtype of the result (default: the default float dtype).
-      device: accepted for the array API; ember places the result on the default device.
+      device: None or the CPU device (the array API's keyword).
 
     Returns:
       ``[0, 1, ..., n // 2] / (n * d)``.
@@ -545,6 +550,7 @@ def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
     [0.0, 0.5, 1.0]
     """
     op = "enp.fft.rfftfreq"
+    _check_device(op, device)
     n = _count(op, n)
     return _frequencies(op, lax.iota(dtypes.default_int(), n // 2 + 1), n, d, dtype)
 

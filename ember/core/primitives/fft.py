@@ -41,6 +41,9 @@ class FftType(enum.IntEnum):
     RFFT = 2
     IRFFT = 3
 
+    def __repr__(self) -> str:  # as programs print their parameters
+        return f"FftType.{self.name}"
+
 
 MAX_AXES = 3  # as XLA: larger transforms are several calls (ember.numpy.fft splits them)
 _REAL = DTypes("float32 or float64", (dtypes.float32, dtypes.float64))
