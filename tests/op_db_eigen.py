@@ -336,3 +336,157 @@ register(
     OpInfo("scipy.linalg.eigh", _scipy_eigh, _np_scipy_eigh, ENP_LAPACK, _scipy_eigh_samples, HALF_UNSUPPORTED,
            primitives=("eigh",), out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL),
 )  # fmt: skip
+
+# --- enp.linalg: norms ---------------------------------------------------------------------------------
+
+INF = math.inf
+_VECTOR_ORDS = [None, INF, -INF, 0, 1, -1, 2, -2, 3, 0.5]
+_MATRIX_ORDS = [None, "fro", "nuc", INF, -INF, 1, -1, 2, -2]
+
+
+def _values(rng, shape, d) -> np.ndarray:
+    """Random entries away from 0 (where |x| and the p-norms of p < 1 have no derivative)."""
+    d = np.dtype(d)
+    x = make_array(rng, shape, d, 0.5, 3)
+    if d.kind in "fcV" or d == np.dtype(np.int8) or d.kind == "i":
+        sign = np.where(rng.random(shape) < 0.5, -1, 1)
+        x = (x.astype(np.complex128 if d.kind == "c" else np.float64) * sign).astype(d) if d.kind != "b" else x
+    return x
+
+
+def _norm_samples(rng, d):
+    out = [Sample((_values(rng, (5,), d),)),
+           Sample((_values(rng, (2, 3, 4), d),), {"keepdims": True}),
+           Sample((make_array(rng, (0,), d),)),
+           Sample((make_array(rng, (), d, 0.5, 3),))]  # fmt: skip
+    for i, ord in enumerate(_VECTOR_ORDS):
+        shape, axis = [((3, 4), 1), ((4,), None), ((2, 3, 2), -3), ((3, 2), (0,))][i % 4]
+        out.append(Sample((_values(rng, shape, d),), {"ord": ord, "axis": axis, "keepdims": i % 3 == 0}))
+    for i, ord in enumerate(_MATRIX_ORDS):
+        shape, axis = [((3, 4), None), ((2, 3, 4), (2, 0)), ((4, 3, 2), (-2, -1)), ((3, 3), (1, 0))][i % 4]
+        out.append(Sample((_mat(rng, shape, d) if d.kind in "biu" else _values(rng, shape, d),),
+                          {"ord": ord, "axis": axis, "keepdims": i % 2 == 1}))  # fmt: skip
+    return out
+
+
+def _np_norm(x, ord=None, axis=None, keepdims=False):
+    if isinstance(axis, tuple) and len(axis) == 1:
+        axis = axis[0]
+    return np.linalg.norm(x, ord, axis, keepdims)
+
+
+def _vector_norm_samples(rng, d):
+    return [Sample((_values(rng, (2, 3, 4), d),)),
+            Sample((_values(rng, (2, 3, 4), d),), {"axis": (0, 2), "ord": 3}),
+            Sample((_values(rng, (3, 4), d),), {"axis": 1, "ord": INF, "keepdims": True}),
+            Sample((_values(rng, (3, 4), d),), {"axis": (-1, 0), "ord": 1}),
+            Sample((_values(rng, (4,), d),), {"ord": 0}),
+            Sample((_values(rng, (2, 3), d),), {"ord": -INF, "keepdims": True})]  # fmt: skip
+
+
+def _np_vector_norm(x, axis=None, keepdims=False, ord=2):
+    return np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+
+
+def _matrix_norm_samples(rng, d):
+    return [Sample((_mat(rng, (2, 3, 4), d),)),
+            Sample((_mat(rng, (3, 3), d),), {"ord": "nuc", "keepdims": True}),
+            Sample((_mat(rng, (2, 4, 3), d),), {"ord": 2}),
+            Sample((_mat(rng, (3, 2), d),), {"ord": -2}),
+            Sample((_mat(rng, (2, 3, 3), d),), {"ord": -1}),
+            Sample((_mat(rng, (3, 4), d),), {"ord": INF})]  # fmt: skip
+
+
+def _nonzero_norms(samples):
+    """The samples whose norm is not 0 (the 2-norm has no derivative at 0, as sqrt has none)."""
+    return lambda rng, d: [s for s in samples(rng, d) if s.args[0].size]
+
+
+register(
+    OpInfo("enp.linalg.norm", enp.linalg.norm, _np_norm, ALL, _norm_samples, "", primitives=("svd",),
+           out_dtype=_norm_dtype, tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}, ad_tol=AD_TOL,
+           ad_samples=_nonzero_norms(_norm_samples)),
+    OpInfo("enp.linalg.vector_norm", enp.linalg.vector_norm, _np_vector_norm, ALL, _vector_norm_samples, "",
+           out_dtype=_norm_dtype, tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}, ad_tol=AD_TOL),
+    OpInfo("enp.linalg.matrix_norm", enp.linalg.matrix_norm,
+           lambda x, keepdims=False, ord="fro": np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord), ALL,
+           _matrix_norm_samples, "", primitives=("svd",), out_dtype=_norm_dtype,
+           tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}, ad_tol=AD_TOL),
+)  # fmt: skip
+
+# --- enp.linalg: pinv, matrix_rank, lstsq, cond ------------------------------------------------------------
+
+
+def _rank_deficient(rng, shape, d) -> np.ndarray:
+    """A well-conditioned matrix whose second column is zero (rank min(M, N) - 1, exactly)."""
+    x = _mat(rng, shape, d)
+    x[..., 1] = 0
+    return x
+
+
+def _pinv_samples(rng, d):
+    rows = 3 if d == np.bool_ else 4
+    return [Sample((_mat(rng, (3, rows), d),)),
+            Sample((_mat(rng, (2, rows, 3), d),), {"rtol": None}),
+            Sample((_herm(rng, (3, 3), d),), {"hermitian": True}),
+            Sample((_mat(rng, (2, 3, 3), d), np.array([1e-15, 1e-6]))),
+            Sample((_rank_deficient(rng, (4, 3), d),), {"rcond": 1e-4}),
+            Sample((make_array(rng, (0, 3), d),))]  # fmt: skip
+
+
+def _np_pinv(x, rcond=None, hermitian=False, rtol="unset"):
+    x = x.astype(np.float64) if x.dtype.kind in "biu" else x  # NumPy's rtol=None needs an inexact dtype
+    return np.linalg.pinv(x, rcond, hermitian) if rtol == "unset" else np.linalg.pinv(x, hermitian=hermitian, rtol=rtol)
+
+
+def _ad_full_rank(samples):
+    return lambda rng, d: [s for s in samples(rng, d) if "rcond" not in s.kwargs]
+
+
+def _rank_samples(rng, d):
+    return [Sample((_mat(rng, (3, 4), d),)),
+            Sample((_rank_deficient(rng, (2, 4, 3), d),)),
+            Sample((_herm(rng, (3, 3), d),), {"hermitian": True}),
+            Sample((_mat(rng, (3, 3), d),), {"tol": 0.5}),
+            Sample((_mat(rng, (3, 3), d),), {"rtol": 0.9}),
+            Sample((make_array(rng, (4,), d, 1, 3),)),
+            Sample((np.zeros((3,), d),))]  # fmt: skip
+
+
+def _lstsq(a, b, **kw):
+    dtype = enp.result_type(_lapack_dtype(a.dtype), _lapack_dtype(b.dtype))
+    return [o.astype(dtype) for o in enp.linalg.lstsq(a, b, **kw)]
+
+
+def _np_lstsq(a, b, rcond=None):
+    x, resid, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    if resid.size == 0:  # NumPy leaves out the residuals where rank < N or M <= N; ember computes them
+        resid = np.sum(np.abs(b.reshape(b.shape[0], -1) - a @ x.reshape(a.shape[1], -1)) ** 2, axis=0)
+    return [x, resid, rank, s]
+
+
+def _lstsq_samples(rng, d):
+    return [Sample((_mat(rng, (5, 3), d), _mat(rng, (5, 2), d))),
+            Sample((_mat(rng, (4, 3), d), make_array(rng, (4,), d))),
+            Sample((_mat(rng, (3, 4), d), _mat(rng, (3, 2), d))),
+            Sample((_rank_deficient(rng, (5, 3), d), make_array(rng, (5,), d)), {"rcond": 1e-4})]  # fmt: skip
+
+
+def _cond_samples(rng, d):
+    return [Sample((_mat(rng, (3, 3), d), p)) for p in (None, 2, -2, "fro", "nuc", 1, -1, INF, -INF)] + [
+        Sample((_mat(rng, (2, 3, 4), d),)), Sample((_mat(rng, (4, 2), d), -2))]
+
+
+register(
+    OpInfo("enp.linalg.pinv", enp.linalg.pinv, _np_pinv, ENP_LAPACK, _pinv_samples, HALF_UNSUPPORTED,
+           primitives=("svd", "eigh"), out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL,
+           ad_samples=_ad_full_rank(_pinv_samples)),
+    OpInfo("enp.linalg.matrix_rank", enp.linalg.matrix_rank, np.linalg.matrix_rank, ENP_LAPACK, _rank_samples,
+           HALF_UNSUPPORTED, primitives=("svd", "eigh"),
+           out_dtype=lambda d: np.dtype(np.int64) if np.dtype(d) in SIXTY_FOUR_BIT else np.dtype(np.int32),
+           transforms=frozenset({"vmap", "jit"}), nondiff="an integer count: no tangent space"),
+    OpInfo("enp.linalg.lstsq", _lstsq, _np_lstsq, ENP_LAPACK, _lstsq_samples, HALF_UNSUPPORTED, primitives=("svd",),
+           out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL, ad_samples=_ad_full_rank(_lstsq_samples)),
+    OpInfo("enp.linalg.cond", enp.linalg.cond, np.linalg.cond, ENP_LAPACK, _cond_samples, HALF_UNSUPPORTED,
+           primitives=("svd",), out_dtype=_real_of, tol=TOL, ad_tol=AD_TOL),
+)  # fmt: skip

@@ -88,12 +88,17 @@ def _inexact(op: str, a: ArrayLike) -> Array:
     return promote_inexact(op, asarray(a))[0]
 
 
-def _matrix(op: str, a: ArrayLike, square: bool = False) -> Array:
-    """`a` as a (stack of) float32/64 or complex matrices, checked for `op`."""
+def _lapack_operand(op: str, a: ArrayLike) -> Array:
     x = _inexact(op, a)
     if x.dtype in _HALF:
         raise DTypeError(f"{op}: operand {x.dtype}{x.shape} has a half-precision dtype, which LAPACK (and NumPy's "
                          "linalg) has no routines for; convert it with x.astype(enp.float32)")  # fmt: skip
+    return x
+
+
+def _matrix(op: str, a: ArrayLike, square: bool = False) -> Array:
+    """`a` as a (stack of) float32/64 or complex matrices, checked for `op`."""
+    x = _lapack_operand(op, a)
     eg._check_matrix(op, x.aval, square)
     return x
 
@@ -495,6 +500,8 @@ def pinv(a: ArrayLike, rcond=None, hermitian: bool = False, *, rtol=_NO_VALUE) -
             rcond = rtol
     elif rtol is not _NO_VALUE:
         raise InvalidArgumentError("pinv: pass rcond or rtol, not both")
+    if hermitian:  # LAPACK reads the lower triangle: the derivative rule must see that matrix too
+        x = eg._hermitian_from_triangle(x, lower=True)
     return _pinv_core(x, _rcond_array("pinv", rcond, x), bool(hermitian))
 
 
@@ -515,7 +522,7 @@ def matrix_rank(A: ArrayLike, tol=None, hermitian: bool = False, *, rtol=None) -
     """
     if rtol is not None and tol is not None:
         raise InvalidArgumentError("matrix_rank: pass tol or rtol, not both")
-    x = _inexact("matrix_rank", A)
+    x = _lapack_operand("matrix_rank", A)
     if x.ndim < 2:
         return _any(not_equal(x, 0)).astype(dtypes.default_int())
     x = _matrix("matrix_rank", x, square=hermitian)
