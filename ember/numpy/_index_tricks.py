@@ -85,6 +85,8 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     if x.ndim != 1:
         raise ShapeError(f"diag: input must be 1-d or 2-d, got shape {x.shape}")
     n = x.shape[0] + abs(k)
+    if x.shape[0] == 0:  # nothing to place (and scatter's jvp rejects a zero-size operand)
+        return lax.full((n, n), 0, x.dtype)
     rows = np.arange(x.shape[0]) + max(-k, 0)
     cols = np.arange(x.shape[0]) + max(k, 0)
     return lax.full((n, n), 0, x.dtype).at[_index(rows), _index(cols)].set(x)
@@ -267,7 +269,7 @@ def unravel_index(indices: ArrayLike, shape: int | Sequence[int], order: str = "
     if value is not None and value.size and (value.min() < 0 or value.max() >= size):
         bad = value.min() if value.min() < 0 else value.max()
         raise InvalidArgumentError(f"unravel_index: index {bad} is out of bounds for an array of shape {dims} (size {size})")
-    idx = convert(idx, dtypes.promote_types(idx.dtype, dtypes.default_int()))
+    idx = convert(idx, dtypes.default_int())  # in range below, so no value changes
     if size:
         idx = lax.clamp(lax.full((), 0, idx.dtype), idx, lax.full((), size - 1, idx.dtype))
     out = []

@@ -124,12 +124,9 @@ def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool,
         raise InvalidArgumentError(f"{op}: method={method!r} is not one of {_METHODS}")
     x, qs = promote_inexact(op, a, q)
     _no_complex(op, x)
-    if scale != 1:
-        qs = qs / scale
-    bounds = "[0, 100]" if scale != 1 else "[0, 1]"
     q_now = known(qs)
-    if q_now is not None and not np.all((q_now >= 0) & (q_now <= 1)):
-        raise InvalidArgumentError(f"{op}: q must be in the range {bounds}, got {np.asarray(q_now) * scale}")
+    if q_now is not None and not np.all((q_now >= 0) & (q_now <= scale)):
+        raise InvalidArgumentError(f"{op}: q must be in the range [0, {scale:g}], got {q_now}")
     axes = canonical_axes(op, axis, x.ndim)
     rest = [d for d in range(x.ndim) if d not in axes]
     rest_shape = tuple(x.shape[d] for d in rest)
@@ -139,8 +136,9 @@ def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool,
         return lax.full(qs.shape + kept, math.nan, x.dtype)
     flat = reshape(transpose(x, (*rest, *axes)), (*rest_shape, n))
     ordered = lax.sort(flat, flat.ndim - 1, True)  # NaN last
-    index_dtype = dtypes.promote_types(qs.dtype, dtypes.float32)
+    index_dtype = dtypes.promote_types(qs.dtype, dtypes.float32)  # positions of a half-precision q in float32
     qf = reshape(convert(qs, index_dtype), (qs.size,))
+    qf = qf / scale if scale != 1 else qf
     if nan_aware:
         count = _sum(convert(logical_not(isnan(flat)), index_dtype), axis=-1, keepdims=True)
         lo, hi, gamma = _positions(method, count, broadcast_to(qf, (*rest_shape, qs.size)))
@@ -358,8 +356,9 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
             raise DTypeError(f"cov: dtype must be floating or complex, got {target}")
         args = [convert(v, target) for v in args]
     rows = [lax.reshape(v, (1, v.size)) if v.ndim < 2 else v for v in args]
-    if not rowvar:  # as NumPy: a single row stays one variable
-        rows = [r if r.shape[0] == 1 else transpose(r) for r in rows]
+    if not rowvar:  # NumPy's rules: m is transposed unless 1-d, y unless it has one row
+        rows[0] = rows[0] if args[0].ndim == 1 else transpose(rows[0])
+        rows[1:] = [r if r.shape[0] == 1 else transpose(r) for r in rows[1:]]
     if len(rows) == 2 and rows[0].shape[1] != rows[1].shape[1]:
         raise ShapeError(f"cov: m and y have different numbers of observations: {rows[0].shape[1]} and {rows[1].shape[1]}")
     X = lax.concatenate(rows, 0) if len(rows) == 2 else rows[0]
@@ -532,7 +531,7 @@ def histogram(a: ArrayLike, bins: int | ArrayLike = 10, range: Sequence[float] |
 
     >>> hist, edges = enp.histogram(enp.asarray([0.0, 0.5, 1.0, 3.0]), bins=3)
     >>> hist
-    Array([3, 0, 1], dtype=int32)
+    Array([2, 1, 1], dtype=int32)
     >>> edges.tolist()
     [0.0, 1.0, 2.0, 3.0]
     """
