@@ -6,7 +6,9 @@ exception subclasses that built-in as well, so ``except TypeError`` keeps
 working for code ported from NumPy.
 
 Messages are written for the person reading them: they name the operation,
-the shapes and dtypes involved, and what to do instead.
+the shapes and dtypes involved, and what to do instead. Their tracebacks show
+the user's code, not ember's: ember's frames are dropped at its public functions
+(``ember/_traceback.py``; ``EMBER_TRACEBACK_FILTERING=off`` keeps them).
 """
 
 from __future__ import annotations
