@@ -650,23 +650,36 @@ def test_special_values_match_numpy(name, dtype):
     _same_bits(np.asarray(got), want, name, inputs, loose=name in _TRANSCENDENTAL)
 
 
-_INT_SPECIALS = {"int8": [0, 1, -1, 7, -128, 127], "uint8": [0, 1, 7, 128, 255], "int32": [0, 1, -1, 31, -(2**31), 2**31 - 1]}
+_INT_SPECIALS = {"int8": [0, 1, -1, 7, -7, -128, 127], "uint8": [0, 1, 7, 128, 255],
+                 "int32": [0, 1, -1, 31, -5, -(2**31), 2**31 - 1]}  # fmt: skip
+# Integer cases of the standard's numeric functions, at the bounds of each dtype (wrap-around, division by
+# zero, the most negative value): NumPy's results.
+_INT_ARITHMETIC = ["abs", "add", "ceil", "equal", "floor", "floor_divide", "greater", "greater_equal", "less",
+                   "less_equal", "maximum", "minimum", "multiply", "negative", "not_equal", "positive", "pow",
+                   "remainder", "round", "sign", "square", "subtract", "trunc"]  # fmt: skip
+_UNARY_INT = {"abs", "ceil", "floor", "negative", "positive", "round", "sign", "square", "trunc", "bitwise_invert",
+              "logical_not"}  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32"])
-@pytest.mark.parametrize("name", sorted(_BOOL_INT_ONLY))
-def test_bool_and_integer_functions_match_numpy(name, dtype):
-    if dtype == "bool" and name in ("bitwise_left_shift", "bitwise_right_shift"):
-        pytest.skip("shifts take integers only")
+@pytest.mark.parametrize("name", sorted(_BOOL_INT_ONLY) + _INT_ARITHMETIC)
+def test_bool_and_integer_cases_match_numpy(name, dtype):
+    if dtype == "bool" and name not in _BOOL_INT_ONLY | {"equal", "not_equal", "maximum", "minimum", "greater", "less"}:
+        pytest.skip("NumPy has no arithmetic on bool for it (nor does ember, as JAX)")
+    if dtype == "bool" and name.endswith("shift"):
+        pytest.skip("the standard's shifts take integers only (NumPy gives int8 for bool, ember JAX's int32)")
     values = [False, True] if dtype == "bool" else _INT_SPECIALS[dtype]
-    if name.endswith("shift"):
+    if name.endswith("shift"):  # shifts by 0 .. bits - 1 (larger shifts are undefined in the standard)
         pairs = [(a, b) for a in values for b in range(0, 8 * np.dtype(dtype).itemsize)]
+    elif name == "pow":  # negative integer exponents are an error in NumPy and unspecified in the standard
+        pairs = [(a, b) for a in values for b in (0, 1, 2, 3, 7)]
     else:
         pairs = list(itertools.product(values, repeat=2))
     a, b = (np.array(v, dtype) for v in zip(*pairs))
-    inputs = (a,) if name in ("bitwise_invert", "logical_not") else (a, b)
+    inputs = (np.array(values, dtype),) if name in _UNARY_INT else (a, b)
     got = np.asarray(getattr(enp, name)(*(enp.asarray(x) for x in inputs)))
-    want = np.asarray(getattr(np, name)(*inputs))
+    with np.errstate(all="ignore"):
+        want = np.asarray(getattr(np, name)(*inputs))
     _same_bits(got, want, name, inputs, loose=False)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from ember.core import dtypes as _d
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError
-from ember.numpy._core import _dtype_and_weak, asarray
+from ember.numpy._core import _asarray, _dtype_and_weak
 
 __all__ = [
     "bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
@@ -39,7 +39,7 @@ class _ScalarMeta(type):
         return not cls.__eq__(other)
 
     def __call__(cls, x=0) -> Array:
-        return asarray(x, dtype=cls.dtype)
+        return _asarray(x, cls.dtype, cls.__name__)
 
     def __instancecheck__(cls, instance) -> _builtin_bool:
         return isinstance(instance, cls.dtype.type)
