@@ -118,7 +118,9 @@ class DataParams:
     lambda f, q: ember.jit(f)(q),
     lambda f, q: ember.jacrev(f)(q),
     lambda f, q: ember.jvp(f, (q,), (q,)),
-], ids=["grad", "vmap", "jit", "jacrev", "jvp"])
+    lambda f, q: ember.lax.cond(True, f, f, q),
+    lambda f, q: ember.lax.fori_loop(0, 2, lambda i, c: c, q),
+], ids=["grad", "vmap", "jit", "jacrev", "jvp", "lax.cond", "lax.fori_loop"])
 def test_an_unregistered_class_is_named_with_how_to_register_it(transform):
     with pytest.raises(ArgumentTypeError, match=r"Params, which is neither an array nor a pytree.*"
                                                 r"ember\.tree\.register_node\(Params, flatten, unflatten\)") as info:

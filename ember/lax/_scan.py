@@ -24,6 +24,7 @@ import numpy as np
 from ember.core.abstract import ShapedArray
 from ember.core.ad import UndefinedPrimal, Zero, add_tangents, instantiate, zeros
 from ember.core.batching import axis_rules, bdim_to_front, move_axis
+from ember.lax._while import _RunsRaw, _split
 from ember.transforms._programs import (
     Fn,
     batch_fixed_point,
@@ -35,7 +36,6 @@ from ember.transforms._programs import (
     run,
     transpose_program,
 )
-from ember.lax._while import _RunsRaw, _split
 from ember.transforms.jit import raw_impls
 
 __all__ = ["scan_p"]

@@ -28,10 +28,11 @@ from ember.core.primitives.elementwise import clamp_p, convert_element_type_p
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._cond import cond_p
-from ember.transforms._programs import Closed, Fn, close, close_all
 from ember.lax._scan import scan_p
 from ember.lax._structural import concatenate
 from ember.lax._while import while_p
+from ember.transforms._args import is_array_like, not_an_array
+from ember.transforms._programs import Closed, Fn, close, close_all
 
 __all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
 
@@ -44,6 +45,8 @@ def _arrays(leaves: Sequence[Any], op: str, what: str) -> list[Array]:
         if isinstance(x, Array):
             out.append(x)
             continue
+        if not is_array_like(x):
+            raise not_an_array(x, op, f"a leaf of {what}")
         try:
             out.append(from_host(x, op))
         except Exception as err:
