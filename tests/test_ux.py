@@ -45,7 +45,8 @@ def test_vmap_maps_keyword_arguments_along_axis_0():
 
 
 def test_vmap_keyword_arguments_that_cannot_be_mapped():
-    with pytest.raises(InvalidArgumentError, match=r"kwargs\['b'\] is a scalar.*keyword arguments are mapped along axis 0"):
+    with pytest.raises(InvalidArgumentError, match=r"kwargs\['b'\] is a scalar.*keyword arguments are mapped along "
+                                                   r"axis 0"):
         ember.vmap(scale)(enp.arange(3.0), b=2.0)
     with pytest.raises(InvalidArgumentError, match=r"args\[0\].*size 3, kwargs\['b'\].*size 4"):
         ember.vmap(scale)(enp.arange(3.0), b=enp.ones(4))

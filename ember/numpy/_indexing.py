@@ -42,7 +42,8 @@ def _as_index_array(item, x: Array) -> Array | list[Array]:
             ) from None
         return [from_host(i.astype(np.int64 if dtypes.x64_enabled() else np.int32)) for i in np.nonzero(mask)]
     if not dtypes.is_integer(arr.dtype):
-        raise EmberIndexError(f"arrays used as indices must be of integer or boolean type, got {arr.dtype} (indexing shape {x.shape})")
+        raise EmberIndexError(f"arrays used as indices must be of integer or boolean type, got {arr.dtype} "
+                              f"(indexing shape {x.shape})")
     return arr
 
 
@@ -62,21 +63,23 @@ def _normalize(index, x: Array, ints_as_arrays: bool) -> list:
         elif _static_int(item) is not None:
             items.append(_static_int(item))
         elif _is_bool_scalar(item):
-            raise EmberIndexError("a scalar boolean index is not supported; index with ints, slices, arrays, None or ...")
+            raise EmberIndexError("a scalar boolean index is not supported; index with ints, slices, arrays, None "
+                                  "or ...")
         elif isinstance(item, (Array, np.ndarray, list, tuple)):
             converted = _as_index_array(item, x)
             items.extend(converted if isinstance(converted, list) else [converted])
         elif isinstance(item, float):
             raise DTypeError(f"array indices must be integers, got float {item!r} (indexing shape {x.shape})")
         else:
-            raise EmberIndexError(f"unsupported index {item!r} of type {type(item).__name__} (indexing shape {x.shape})")
+            raise EmberIndexError(f"unsupported index {item!r} of type {type(item).__name__} (indexing shape "
+                                  f"{x.shape})")
     ellipses = sum(item is Ellipsis for item in items)
     if ellipses > 1:
         raise EmberIndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(item is not None and item is not Ellipsis for item in items)
     if consumed > x.ndim:
-        raise EmberIndexError(f"too many indices for array: array is {x.ndim}-dimensional (shape {x.shape}), but {consumed} were "
-                              "indexed")
+        raise EmberIndexError(f"too many indices for array: array is {x.ndim}-dimensional (shape {x.shape}), but "
+                              f"{consumed} were indexed")
     if ellipses:
         at = items.index(Ellipsis)
         items[at : at + 1] = [slice(None)] * (x.ndim - consumed)
