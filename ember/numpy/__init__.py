@@ -1,7 +1,9 @@
 """ember.numpy: a NumPy-compatible namespace written with ember primitives.
 
-Also the Python array API namespace of ember arrays (``x.__array_namespace__()``).
-Promotion follows JAX's lattice; 64-bit types need ``ember.config`` x64.
+Also the Python array API namespace (standard 2024.12) of ember arrays (``x.__array_namespace__()``);
+where the standard and NumPy disagree, ember follows NumPy, as JAX does: the list of differences is
+the docstring of ``ember.numpy._array_api``. Promotion follows JAX's lattice; 64-bit types need
+``ember.config`` x64.
 """
 
 from ember.numpy import _methods, fft, linalg
