@@ -750,3 +750,19 @@ def test_clip_special_cases_of_the_standard():
     # Signed zeros at a zero bound are left open by the standard: ember gives the bound (maximum/minimum, as
     # jnp.clip), NumPy's clip keeps x's zero (documented in ember/numpy/_array_api.py).
     assert np.signbit(np.asarray(enp.clip(enp.asarray([-0.0]), min=0.0))).tolist() == [False]
+
+
+def test_searchsorted_and_take_along_axis_edge_cases():
+    # searchsorted agrees with sort on NaN, infinities and signed zeros (the standard asks for consistency), as NumPy.
+    x1 = np.sort(np.array([np.nan, -np.inf, -0.0, 0.0, 1.0, np.inf, 1.0], dtype=np.float32))
+    x2 = np.array([np.nan, -np.inf, -0.0, 0.0, 0.5, 1.0, np.inf, 2.0], dtype=np.float32)
+    for side in ("left", "right"):
+        got = enp.searchsorted(enp.asarray(x1), enp.asarray(x2), side=side)
+        assert got.tolist() == np.searchsorted(x1, x2, side=side).tolist(), side
+    assert enp.searchsorted(enp.asarray(x1), enp.asarray(x2)).dtype == enp.__array_namespace_info__().default_dtypes()["indexing"]
+    # take_along_axis: negative indices count from the end (2024.12)
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[-1, 0], [-4, 3], [2, -2]])
+    np.testing.assert_array_equal(np.asarray(enp.take_along_axis(enp.asarray(x), enp.asarray(idx), axis=1)),
+                                  np.take_along_axis(x, idx, axis=1))  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(enp.take(enp.asarray(x), enp.asarray([-1, 0]), axis=0)), np.take(x, [-1, 0], axis=0))
