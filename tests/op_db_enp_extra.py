@@ -18,14 +18,11 @@ from op_db import (
     ALL,
     BF16,
     BOOL,
-    COMPLEX,
     INTEGER,
     NO_COMPLEX,
-    NOT_IN_NUMPY,
     NUMERIC,
     REAL,
     SIXTY_FOUR_BIT,
-    UNSIGNED,
     OpInfo,
     Sample,
     make_array,
@@ -278,7 +275,7 @@ def _weighted_samples(rng, d):
     def w(n):
         return _grid(rng, n, d) if d == np.bool_ else make_array(rng, (n,), d, 0, 3)
 
-    a = lambda n: _grid(rng, n, np.int32)  # noqa: E731  (integers: only the weights are differentiated)
+    a = lambda n: _grid(rng, n, np.int32)
     return [Sample((a(10),), {"weights": w(10)}), Sample((a(10), 5), {"weights": w(10), "density": True}),
             Sample((a(8), _EDGES_AWAY), {"weights": w(8)}), Sample((a(6), 3, (-2.2, 3.3)), {"weights": w(6), "density": True})]
 
@@ -299,7 +296,7 @@ _entry("histogram[weights]", lambda a, *args, **k: enp.histogram(a, *args, **k)[
 
 
 def _bincount_samples(rng, d):
-    x = lambda n: make_array(rng, (n,), d, 0, 6)  # noqa: E731
+    x = lambda n: make_array(rng, (n,), d, 0, 6)
     return [Sample((x(9),)), Sample((x(7),), {"minlength": 10}), Sample((x(9),), {"length": 4}),
             Sample((x(0),),), Sample((x(6),), {"length": 7, "minlength": 2})]  # fmt: skip
 
@@ -321,8 +318,8 @@ _entry("bincount", lambda x, **k: enp.bincount(x, **k), _bincount_ref, BOOL + IN
 
 
 def _bincount_weights_samples(rng, d):
-    x = lambda n: make_array(rng, (n,), np.int32, 0, 6)  # noqa: E731
-    w = lambda n: make_array(rng, (n,), d, 0, 3)  # noqa: E731
+    x = lambda n: make_array(rng, (n,), np.int32, 0, 6)
+    w = lambda n: make_array(rng, (n,), d, 0, 3)
     return [Sample((x(8),), {"weights": w(8), "length": 6}), Sample((x(5),), {"weights": w(5), "length": 3}),
             Sample((x(0),), {"weights": w(0), "length": 2}), Sample((x(6),), {"weights": w(6)})]
 
@@ -406,7 +403,7 @@ _entry("interp", lambda x, xp, fp, **k: enp.interp(x, xp, fp, **k),
 
 
 def _gradient_samples(rng, d):
-    coords = lambda n: np.cumsum(make_array(rng, (n,), d, 1, 3)).astype(d)  # noqa: E731  (distinct, increasing)
+    coords = lambda n: np.cumsum(make_array(rng, (n,), d, 1, 3)).astype(d)
     out = [Sample((make_array(rng, (5,), d),)), Sample((make_array(rng, (4, 3), d),)),
            Sample((make_array(rng, (4, 3), d), 2.0), {"edge_order": 2}), Sample((make_array(rng, (2, 3, 4), d),), {"axis": (2, 0)}),
            Sample((make_array(rng, (3, 4), d), 0.5), {"axis": -1})]  # fmt: skip
@@ -446,21 +443,21 @@ _entry("diagflat", lambda v, k=0: enp.diagflat(v, k), np.diagflat, ALL,
        ref_in_dtype=True)  # fmt: skip
 
 
-def _static_indices(name):
-    return dict(out_dtype=_default_int, nondiff=INTEGER_OUT, transforms=frozenset({"vmap", "jit"}), ref_in_dtype=True)
+# Index results: the default integer, nothing to differentiate.
+_INDEX_RESULT = {"out_dtype": _default_int, "nondiff": INTEGER_OUT, "transforms": frozenset({"vmap", "jit"}), "ref_in_dtype": True}
 
 
 _entry("diag_indices", lambda *a: enp.diag_indices(*a), np.diag_indices, ALL,
-       lambda rng, d: [Sample((3,)), Sample((2, 3)), Sample((0,))], **_static_indices("diag_indices"))
+       lambda rng, d: [Sample((3,)), Sample((2, 3)), Sample((0,))], **_INDEX_RESULT)
 _entry("diag_indices_from", enp.diag_indices_from, np.diag_indices_from, ALL,
        lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 2, 2), d),))],
-       **_static_indices("diag_indices_from"))  # fmt: skip
+       **_INDEX_RESULT)  # fmt: skip
 for _name in ("tril_indices", "triu_indices"):
     _entry(_name, lambda *a, _n=_name: getattr(enp, _n)(*a), getattr(np, _name), ALL,
-           lambda rng, d: [Sample((3,)), Sample((3, 1)), Sample((4, -1, 5)), Sample((0,))], **_static_indices(_name))
+           lambda rng, d: [Sample((3,)), Sample((3, 1)), Sample((4, -1, 5)), Sample((0,))], **_INDEX_RESULT)
     _entry(f"{_name}_from", lambda a, *k, _n=_name: getattr(enp, f"{_n}_from")(a, *k), getattr(np, f"{_name}_from"), ALL,
            lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 4), d), 1)),
-                           Sample((make_array(rng, (4, 2), d), -1))], **_static_indices(_name))  # fmt: skip
+                           Sample((make_array(rng, (4, 2), d), -1))], **_INDEX_RESULT)  # fmt: skip
 
 
 def _unravel_samples(rng, d):
@@ -469,12 +466,12 @@ def _unravel_samples(rng, d):
 
 
 _entry("unravel_index", lambda i, s, *o: enp.unravel_index(i, s, *o), np.unravel_index, INTEGER, _unravel_samples,
-       INDICES_ONLY, **_static_indices("unravel_index"))  # fmt: skip
+       INDICES_ONLY, **_INDEX_RESULT)  # fmt: skip
 
 
 def _ravel_samples(rng, d):
     signed = np.dtype(d).kind == "i"
-    wild = lambda n, hi: make_array(rng, (n,), d, -7 if signed else 0, hi + 7)  # noqa: E731
+    wild = lambda n, hi: make_array(rng, (n,), d, -7 if signed else 0, hi + 7)
     return [Sample(((make_array(rng, (4,), d, 0, 3), make_array(rng, (4,), d, 0, 5)), (3, 5))),
             Sample(((make_array(rng, (3, 1), d, 0, 2), make_array(rng, (1, 4), d, 0, 4)), (2, 4)), {"order": "F"}),
             Sample(((wild(5, 3), wild(5, 4)), (3, 4)), {"mode": "wrap"}),
@@ -484,7 +481,7 @@ def _ravel_samples(rng, d):
 
 _entry("ravel_multi_index", lambda m, dims, **k: enp.ravel_multi_index(m, dims, **k),
        lambda m, dims, **k: np.ravel_multi_index(tuple(i.astype(np.int64) for i in m), dims, **k), INTEGER, _ravel_samples,
-       INDICES_ONLY, **_static_indices("ravel_multi_index"),
+       INDICES_ONLY, **_INDEX_RESULT,
        needs_concrete="coordinates with mode='raise' (the default): checking their range needs their values, so under jit "
                       "and vmap pass mode='wrap' or 'clip' (as JAX)")  # fmt: skip
 
@@ -496,7 +493,7 @@ def _lex_keys(rng, shape, d):
 
 def _lexsort_ref(keys, axis=-1):
     parts = []
-    for k in (list(keys) if not isinstance(keys, np.ndarray) else list(keys)):
+    for k in keys:  # a sequence of keys, or an array whose rows are the keys
         k = _wide(np.asarray(k))
         parts += [k.imag, k.real] if k.dtype.kind == "c" else [k]  # complex keys by (real, imag), as ember sorts them
     return np.lexsort(parts, axis=axis)
@@ -506,13 +503,13 @@ _entry("lexsort", lambda keys, **k: enp.lexsort(keys, **k), _lexsort_ref, ALL,
        lambda rng, d: [Sample(((_lex_keys(rng, (8,), d), _lex_keys(rng, (8,), d)),)),
                        Sample(((_lex_keys(rng, (3, 4), d), _lex_keys(rng, (3, 4), d), _lex_keys(rng, (3, 4), d)),), {"axis": 0}),
                        Sample((_lex_keys(rng, (2, 6), d),)), Sample(((_lex_keys(rng, (0,), d),),))],
-       **_static_indices("lexsort"), primitives=("sort",))  # fmt: skip
+       **_INDEX_RESULT, primitives=("sort",))  # fmt: skip
 
 # --- selection and comparisons -----------------------------------------------------------------------------------------
 
 
 def _select_samples(rng, d):
-    c = lambda s: rng.random(s) < 0.4  # noqa: E731
+    c = lambda s: rng.random(s) < 0.4
     out = [Sample(([c((3, 4)), c((3, 4))], [make_array(rng, (3, 4), d), make_array(rng, (3, 4), d)], make_array(rng, (), d))),
            Sample(([c((3, 1)), c((4,))], [make_array(rng, (4,), d), make_array(rng, (3, 4), d)], make_array(rng, (3, 4), d))),
            Sample(([c((5,))], [make_array(rng, (5,), d)], make_array(rng, (5,), d)))]  # fmt: skip
@@ -593,4 +590,4 @@ _entry("argwhere[size]", lambda a, **k: enp.argwhere(a, **k), _argwhere_ref, ALL
        lambda rng, d: [Sample((_sparse(rng, (3, 4), d),), {"size": 8}), Sample((_sparse(rng, (6,), d),), {"size": 2}),
                        Sample((_sparse(rng, (2, 3), d),), {"size": 7, "fill_value": -1}),
                        Sample((_sparse(rng, (0, 2), d),), {"size": 3})],
-       **_static_indices("argwhere"))  # fmt: skip
+       **_INDEX_RESULT)  # fmt: skip

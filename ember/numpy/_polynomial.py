@@ -220,7 +220,7 @@ def _gradient_1(f: Array, axis: int, h, edge_order: int) -> Array:
     coordinate differences (length n - 1)."""
     nd = f.ndim
     uniform = not (isinstance(h, Array) and h.ndim == 1)
-    s = lambda a, b: _slice(f, axis, a, b)  # noqa: E731
+    s = lambda a, b: _slice(f, axis, a, b)
     if uniform:
         inner = (s(2, None) - s(0, -2)) / (2 * h)
         if edge_order == 1:
@@ -230,7 +230,7 @@ def _gradient_1(f: Array, axis: int, h, edge_order: int) -> Array:
             first = (-1.5 * s(0, 1) + 2 * s(1, 2) - 0.5 * s(2, 3)) / h
             last = (0.5 * s(-3, -2) - 2 * s(-2, -1) + 1.5 * s(-1, None)) / h
     else:
-        d = lambda a, b: _along(lax.slice_in_dim(h, a, b if b >= 0 else h.shape[0] + b), axis, nd)  # noqa: E731
+        d = lambda a, b: _along(lax.slice_in_dim(h, a, b if b >= 0 else h.shape[0] + b), axis, nd)
         dx1, dx2 = d(0, -1), d(1, h.shape[0])
         inner = (-dx2 / (dx1 * (dx1 + dx2)) * s(0, -2) + (dx2 - dx1) / (dx1 * dx2) * s(1, -1)
                  + dx1 / (dx2 * (dx1 + dx2)) * s(2, None))  # fmt: skip

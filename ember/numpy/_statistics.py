@@ -79,12 +79,10 @@ def _positions(method: str, n, q: Array) -> tuple[Array, Array, Array | None]:
     or an array per slice for the nan- functions)."""
     from ember.numpy._ufuncs import logical_and, remainder
 
-    if method == "lower":
-        return (i := lax.floor(q * (n - 1))), i, None
-    if method == "higher":
-        return (i := lax.ceil(q * (n - 1))), i, None
-    if method == "nearest":
-        return (i := lax.round(q * (n - 1), lax.RoundingMethod.TO_NEAREST_EVEN)), i, None
+    pick = {"lower": lax.floor, "higher": lax.ceil, "nearest": lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN)}
+    if method in pick:
+        i = pick[method](q * (n - 1))
+        return i, i, None
     if method in ("inverted_cdf", "closest_observation"):
         v = n * q - 1 if method == "inverted_cdf" else n * q - 1.5
         lo = lax.floor(v)
@@ -145,9 +143,11 @@ def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool,
     else:
         lo, hi, gamma = _positions(method, n, qf)
     shape = (*rest_shape, qs.size)
-    index = lambda i: broadcast_to(convert(i, dtypes.default_int()), shape)  # noqa: E731
-    low = take_along_axis(ordered, index(lo), -1)
-    out = low if gamma is None else _lerp(low, take_along_axis(ordered, index(hi), -1), convert(broadcast_to(gamma, shape), x.dtype))
+
+    def at(i: Array) -> Array:
+        return take_along_axis(ordered, broadcast_to(convert(i, dtypes.default_int()), shape), -1)
+
+    out = at(lo) if gamma is None else _lerp(at(lo), at(hi), convert(broadcast_to(gamma, shape), x.dtype))
     if not nan_aware:  # any NaN makes the quantile NaN, as in NumPy
         last = lax.slice_in_dim(ordered, n - 1, n, axis=ordered.ndim - 1)
         out = where(isnan(last), lax.full((), math.nan, x.dtype), out)
