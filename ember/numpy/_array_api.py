@@ -15,8 +15,8 @@ standard and NumPy disagree, ember follows NumPy, as JAX does. The differences:
   so ``clip(-0.0, min=0.0)`` is the bound ``0.0`` where NumPy's clip keeps ``-0.0`` (the
   standard leaves signed zeros at a bound open); NaN in ``x``, ``min`` or ``max`` gives NaN, as
   the standard and NumPy say.
-- ``astype`` of a complex array to a real dtype keeps the real part (NumPy's rule; the
-  standard leaves it undefined).
+- ``astype`` of a complex array to a real dtype keeps the real part (NumPy's result; the
+  standard says such a cast should not be permitted).
 - Results of ``argmax``, ``nonzero``, ``searchsorted``, ``count_nonzero``, ``unique_*``
   indices are the default integer (int32 unless x64 is on), as in JAX; the standard's
   "default index dtype" is the same (``__array_namespace_info__().default_dtypes()``).
@@ -24,8 +24,8 @@ standard and NumPy disagree, ember follows NumPy, as JAX does. The differences:
   values, or a static ``size=`` under ``jit``/``vmap`` (as JAX); hence
   ``capabilities()`` reports ``"data-dependent shapes": False`` and
   ``"boolean indexing": False``, as JAX does.
-- ``unique_values`` and friends sort their values (the standard leaves the order open)
-  and count each NaN separately (``equal_nan=False``), as NumPy's.
+- ``unique_values`` and friends return their values sorted (the standard leaves the order
+  open); each NaN is its own value, as the standard and NumPy's ``unique_*`` say.
 - 64-bit types exist only under x64: while it is off,
   ``__array_namespace_info__().dtypes()`` lists no float64/int64/uint64/complex128,
   and asking for one warns and gives the 32-bit type.
