@@ -120,8 +120,10 @@ def _lerp(a: Array, b: Array, t: Array) -> Array:
 def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool, scale: float) -> Array:
     if method not in _METHODS:
         raise InvalidArgumentError(f"{op}: method={method!r} is not one of {_METHODS}")
-    x, qs = promote_inexact(op, a, q)
+    # As JAX: the result has the inexact dtype of `a` alone (q's dtype only sets the precision of positions).
+    (x,), (qs,) = promote_inexact(op, a), promote_inexact(op, q)
     _no_complex(op, x)
+    _no_complex(op, qs)
     q_now = known(qs)
     if q_now is not None and not np.all((q_now >= 0) & (q_now <= scale)):
         raise InvalidArgumentError(f"{op}: q must be in the range [0, {scale:g}], got {q_now}")
@@ -167,7 +169,9 @@ _QUANTILE_ARGS = """
       keepdims: keep the reduced axes with size 1.
 
     Returns:
-      q's shape followed by the shape of the unreduced axes, in the promoted float dtype.
+      q's shape followed by the shape of the unreduced axes, in the inexact dtype of `a` (as JAX;
+      NumPy also promotes with q's). An empty reduction gives NaN (np.median's answer; np.quantile
+      raises IndexError).
 """
 
 
