@@ -1,8 +1,10 @@
 """FFT, eager: rfft of 1M float32 samples, and the gradient of its power.
 
 * ``rfft_1m``: ``rfft(x)`` for x of 2**20 float32 values (complex64 result).
-  ember runs the same pocketfft as NumPy; the target (1.2x) is what the issue
-  asks for: only the dispatch on top of NumPy's call.
+  ember runs the same pocketfft as NumPy, but in single precision: NumPy 2's
+  forward transforms under the default norm take pocketfft's float64 loop for
+  float32 input (see ember/backends/kernels_fft.py), as JAX and PyTorch do not.
+  The target (1.2x) is the issue's.
 * ``grad_rfft_power_1m``: the gradient of ``sum(|rfft(x)|^2)`` (written with
   real and imaginary parts). The hand-written NumPy baseline uses the closed
   form ``n * irfft(X')`` where X' is the spectrum with its zero and Nyquist
