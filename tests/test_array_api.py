@@ -193,6 +193,15 @@ def test_dtype_constructors_return_ember_arrays(name):
         x = scalar_type(1)
         assert isinstance(x, ember.Array) and x.shape == () and x.dtype == np.dtype(scalar_type)
         assert scalar_type([1, 0]).shape == (2,)
+    # with x64 off: the 32-bit counterpart, and a warning naming enable_x64 for a 64-bit type (as JAX)
+    wide = scalar_type.dtype.itemsize == 8 or scalar_type.dtype == np.complex128
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = scalar_type(2)
+    narrow = {np.dtype("int64"): np.int32, np.dtype("uint64"): np.uint32, np.dtype("float64"): np.float32,
+              np.dtype("complex128"): np.complex64}.get(scalar_type.dtype, scalar_type.dtype)  # fmt: skip
+    assert isinstance(y, ember.Array) and y.dtype == narrow and complex(y) == (1 if y.dtype == np.bool_ else 2)
+    assert [str(w.message) for w in caught if "enable_x64" in str(w.message)] if wide else not caught
     # still a dtype wherever NumPy takes one
     assert np.dtype(scalar_type) == np.dtype(scalar_type.dtype)
     assert np.zeros(1, scalar_type).dtype == scalar_type.dtype and scalar_type == scalar_type.dtype.type
