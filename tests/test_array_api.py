@@ -194,7 +194,7 @@ def test_dtype_constructors_return_ember_arrays(name):
         assert isinstance(x, ember.Array) and x.shape == () and x.dtype == np.dtype(scalar_type)
         assert scalar_type([1, 0]).shape == (2,)
     # with x64 off: the 32-bit counterpart, and a warning naming enable_x64 for a 64-bit type (as JAX)
-    wide = scalar_type.dtype.itemsize == 8 or scalar_type.dtype == np.complex128
+    wide = scalar_type.dtype.name in _SIXTY_FOUR
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         y = scalar_type(2)
