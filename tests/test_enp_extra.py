@@ -272,3 +272,16 @@ def test_whole_array_comparisons_are_traceable_arrays():
     assert bool(enp.array_equiv(a, np.stack([a, a])))
     assert not bool(enp.array_equiv(a, np.ones(3)))
     np.testing.assert_array_equal(ember.vmap(lambda x: enp.allclose(x, 1.0))(np.array([[1.0, 1.0], [1.0, 2.0]])), [True, False])
+
+
+def test_scatter_of_no_updates_has_the_operands_tangent():
+    # .at[empty].set(...) into a zero-size operand used to fail in scatter's jvp (gathering back from nothing).
+    def f(x, u):
+        return x.at[enp.zeros(0, "int32"), enp.zeros(0, "int32")].set(u)
+
+    x, u = np.zeros((0, 0), np.float32), np.zeros(0, np.float32)
+    out, t = ember.jvp(f, (x, u), (x, u))
+    assert out.shape == t.shape == (0, 0)
+    y = np.ones((2, 2), np.float32)
+    np.testing.assert_array_equal(ember.jvp(lambda a: f(a, u), (y,), (2 * y,))[1], 2 * y)
+    np.testing.assert_array_equal(ember.grad(lambda a: enp.sum(f(a, u) * 3))(y), 3 * y)

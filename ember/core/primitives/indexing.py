@@ -359,6 +359,8 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, mode, indices_are_sort
         return ans, Zero(ans.aval)
     if unique_indices:
         return ans, scatter_p.bind(instantiate(t_op), indices, instantiate(t_up), **params)
+    if updates.size == 0:  # nothing is written (and a zero-size operand has no element to gather back)
+        return ans, instantiate(t_op)
     ids = _scatter_ids(updates, dimension_numbers)
     written = scatter_p.bind(zeros(ShapedArray(operand.shape, ids.dtype, False)), indices, ids, **params)
     winners = _gather_back(written, indices, updates.shape, dimension_numbers, mode)
