@@ -13,7 +13,15 @@ key for two different draws.
 (2, 3)
 
 Everything is built on one primitive, ``threefry2x32`` (Threefry-2x32, 20
-rounds), with the bit layouts of JAX's threefry implementation.
+rounds), with the bit layouts of JAX's threefry implementation, and every
+sampler follows JAX's algorithm, so a key gives JAX's numbers: uniform,
+normal, truncated_normal, bernoulli, randint, categorical, gumbel, choice,
+permutation; exponential, laplace, logistic, cauchy, pareto, lognormal,
+weibull_min, rayleigh, wald, triangular, maxwell, double_sided_maxwell,
+rademacher; the gamma family (gamma, loggamma, beta, dirichlet, chisquare, t,
+f, generalized_normal), differentiable in its parameters through the implicit
+reparameterisation gradient; poisson, binomial, geometric; and
+multivariate_normal, orthogonal and ball.
 """
 
 from ember.random._continuous import (

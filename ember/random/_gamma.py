@@ -32,6 +32,7 @@ from ember.random._continuous import _rademacher, _standard_exponential, prepare
 from ember.random._distributions import ArrayLike, _broadcast, _normal_real, _param
 from ember.random._keys import KeyArray, Shape, canonical_shape, const, split
 from ember.transforms.custom import custom_jvp
+from ember.transforms.jit import jit
 from ember.transforms.vmap import vmap
 
 __all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "loggamma", "t"]
@@ -102,9 +103,13 @@ def _gamma_grad(sample: Array, a: Array, log_space: bool) -> Array:
 
 
 def _make_sampler(log_space: bool) -> custom_jvp:
+    # Compiled once per shape and dtype (as JAX jits its _gamma): eagerly, the nested while loops would
+    # otherwise be traced again on every call.
+    compiled = jit(lambda key, a: _gamma_impl(key, a, log_space))
+
     @custom_jvp
     def sample(key: Array, a: Array) -> Array:
-        return _gamma_impl(key, a, log_space)
+        return compiled(key, a)
 
     @sample.defjvp
     def _jvp(primals, tangents):
