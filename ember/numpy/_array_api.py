@@ -68,7 +68,8 @@ def namespace_for(api_version: str | None):
     """What ``x.__array_namespace__(api_version=...)`` returns: ember.numpy, for the versions it implements."""
     if api_version is not None and api_version not in _VERSIONS:
         raise InvalidArgumentError(
-            f"__array_namespace__: api_version {api_version!r} is not supported; ember.numpy implements {', '.join(_VERSIONS)}"
+            f"__array_namespace__: api_version {api_version!r} is not supported; "
+            f"ember.numpy implements {', '.join(_VERSIONS)}"
         )
     import ember.numpy
 
@@ -126,8 +127,10 @@ class _Info:
             kinds = kind if isinstance(kind, tuple) else (kind,)
             for k in kinds:
                 if k not in _KIND_GROUPS:
-                    raise InvalidArgumentError(f"dtypes: unknown kind {k!r}; kinds are {', '.join(map(repr, _KIND_GROUPS))}")
-            names = tuple(n for n in _KIND_GROUPS["bool"] + _KIND_GROUPS["numeric"] if any(n in _KIND_GROUPS[k] for k in kinds))
+                    known = ", ".join(map(repr, _KIND_GROUPS))
+                    raise InvalidArgumentError(f"dtypes: unknown kind {k!r}; kinds are {known}")
+            every = _KIND_GROUPS["bool"] + _KIND_GROUPS["numeric"]
+            names = tuple(n for n in every if any(n in _KIND_GROUPS[k] for k in kinds))
         supported = {}
         for name in names:
             dtype = np.dtype(name)
@@ -369,7 +372,8 @@ def unique_all(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLik
     return UniqueAllResult(values, index, inverse, counts)
 
 
-def unique_counts(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLike | None = None) -> UniqueCountsResult:
+def unique_counts(x: ArrayLike, /, *, size: int | None = None,
+                  fill_value: ArrayLike | None = None) -> UniqueCountsResult:  # fmt: skip
     """The sorted unique elements of `x` and how often each occurs (see `unique_all`).
 
     >>> enp.unique_counts(enp.asarray([2, 2, 5]))
@@ -379,7 +383,8 @@ def unique_counts(x: ArrayLike, /, *, size: int | None = None, fill_value: Array
     return UniqueCountsResult(values, counts)
 
 
-def unique_inverse(x: ArrayLike, /, *, size: int | None = None, fill_value: ArrayLike | None = None) -> UniqueInverseResult:
+def unique_inverse(x: ArrayLike, /, *, size: int | None = None,
+                   fill_value: ArrayLike | None = None) -> UniqueInverseResult:  # fmt: skip
     """The sorted unique elements of `x` and, for every element of `x`, the index of its unique value
     (see `unique_all`).
 

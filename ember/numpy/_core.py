@@ -45,7 +45,7 @@ def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | 
     True
     """
     if order not in (None, "C", "K", "A"):
-        raise InvalidArgumentError(f"asarray: order must be 'C', 'K', 'A' or None, got {order!r}; ember arrays are C-ordered")
+        raise InvalidArgumentError(f"asarray: order must be 'C', 'K', 'A' or None, got {order!r}; ember arrays have no layout")
     check_device("asarray", device)
     if copy is False:
         return _asarray_no_copy(a, dtype)

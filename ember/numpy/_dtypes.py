@@ -55,10 +55,12 @@ def _scalar_type(name: str, np_type) -> _ScalarMeta:
 
 bool_ = _scalar_type("bool_", np.bool_)
 bool = bool_  # noqa: A001  the array API's name for the boolean dtype (as jnp.bool)
-int8, int16, int32, int64 = (_scalar_type(n, t) for n, t in (("int8", np.int8), ("int16", np.int16), ("int32", np.int32), ("int64", np.int64)))
+int8, int16 = _scalar_type("int8", np.int8), _scalar_type("int16", np.int16)
+int32, int64 = _scalar_type("int32", np.int32), _scalar_type("int64", np.int64)
 uint8, uint16 = _scalar_type("uint8", np.uint8), _scalar_type("uint16", np.uint16)
 uint32, uint64 = _scalar_type("uint32", np.uint32), _scalar_type("uint64", np.uint64)
-float16, float32, float64 = (_scalar_type(n, t) for n, t in (("float16", np.float16), ("float32", np.float32), ("float64", np.float64)))
+float16, float32 = _scalar_type("float16", np.float16), _scalar_type("float32", np.float32)
+float64 = _scalar_type("float64", np.float64)
 bfloat16 = _scalar_type("bfloat16", ml_dtypes.bfloat16)
 complex64, complex128 = _scalar_type("complex64", np.complex64), _scalar_type("complex128", np.complex128)
 float_ = float64

@@ -252,7 +252,7 @@ def _install_methods() -> None:
     Array.to_device = _to_device
     Array.view = _view
     Array.tobytes = lambda self, order="C": np.asarray(self).tobytes(order)
-    Array.compress = lambda self, condition, axis=None, **kwargs: _ndarray_extras.compress(condition, self, axis, **kwargs)
+    Array.compress = lambda self, condition, axis=None, **kw: _ndarray_extras.compress(condition, self, axis, **kw)
     for module, names in _FORWARDED:
         for name in names:
             setattr(Array, name, _forward(name, getattr(module, name)))
@@ -261,7 +261,8 @@ def _install_methods() -> None:
 # Methods that are the ember.numpy function of the same name applied to the array (as JAX's); sort and
 # partition return new arrays, as in JAX (NumPy's sort in place).
 _FORWARDED = (
-    (_reductions, ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any", "nansum", "nanmean")),
+    (_reductions, ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any", "nansum",
+                   "nanmean")),
     (_sorting, ("sort", "argsort", "partition", "argpartition", "cumsum", "cumprod", "searchsorted")),
     (_take, ("take", "diagonal", "trace", "nonzero", "repeat")),
     (_math, ("round",)),

@@ -10,7 +10,6 @@ from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
-from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, asarray, promote_args
 from ember.numpy._reductions import max as _max
 from ember.numpy._reductions import min as _min
@@ -85,14 +84,15 @@ def choose(a: ArrayLike, choices: Sequence[ArrayLike], out=None, mode: str = "ra
                 "inside a transform"
             ) from None
         if bad.size and (bad.min() < 0 or bad.max() >= n):
-            raise InvalidArgumentError(f"choose: indices must be in [0, {n}), got values from {bad.min()} to {bad.max()}")
+            raise InvalidArgumentError(f"choose: indices must be in [0, {n}), got values from {bad.min()} to {bad.max()}; "
+                                       "pass mode='clip' or 'wrap' to map them into range")
     elif mode == "wrap":
         count = lax.full(index.shape, n, index.dtype)
         index = lax.rem(lax.add(lax.rem(index, count), count), count)
     else:
         index = lax.clamp(lax.full((), 0, index.dtype), index, lax.full((), n - 1, index.dtype))
     stacked = stack(options)
-    picked = take_along_axis(stacked, lax.expand_dims(convert(index, dtypes.int32 if n < 2**31 else index.dtype), (0,)), axis=0)
+    picked = take_along_axis(stacked, lax.expand_dims(index, (0,)), axis=0)
     return lax.squeeze(picked, (0,))
 
 
@@ -120,7 +120,7 @@ def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, siz
            [4, 6]], dtype=int32)
     """
     if out is not None:
-        raise InvalidArgumentError("compress: ember arrays are immutable, so out= is not supported; use the return value")
+        raise InvalidArgumentError("compress: ember arrays are immutable, so out= is not supported; use the result")
     cond = asarray(condition)
     if cond.ndim != 1:
         raise ShapeError(f"compress: condition must be 1-d, got shape {cond.shape}")
@@ -138,7 +138,8 @@ def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *, siz
             (where,) = nonzero(cond)
         except ConcretizationError:
             raise ConcretizationError(
-                "compress: the result's length depends on condition's values; pass size= (and fill_value=) inside a transform"
+                "compress: the result's length depends on condition's values; pass size= (and fill_value=) "
+                "inside a transform"
             ) from None
         return take(x, where, axis=axis)
     (where,) = nonzero(cond, size=size, fill_value=length)  # past the end: filled
