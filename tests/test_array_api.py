@@ -390,7 +390,7 @@ def test_standard_signatures_of_checked_functions():
         np.searchsorted(x[0][order], [2.0], side="right").tolist()  # fmt: skip
     # take_along_axis: axis defaults to -1
     idx = np.argsort(x, axis=-1)
-    np.testing.assert_array_equal(np.asarray(enp.take_along_axis(ex, enp.asarray(idx))), np.take_along_axis(x, idx))
+    np.testing.assert_array_equal(np.asarray(enp.take_along_axis(ex, enp.asarray(idx))), np.take_along_axis(x, idx, axis=-1))
     # diff: keyword axis/n/prepend/append
     np.testing.assert_array_equal(np.asarray(enp.diff(ex, axis=0, n=1)), np.diff(x, axis=0))
     np.testing.assert_array_equal(np.asarray(enp.diff(ex, axis=-1, prepend=enp.zeros((2, 1)), append=enp.ones((2, 2)))),
