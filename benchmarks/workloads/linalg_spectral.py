@@ -90,7 +90,11 @@ def _register(gradient: bool) -> None:
             impls["torch"] = run_torch
         if env.jnp is not None:
             jax, jnp = env.jax, env.jnp
-            from jax.experimental import enable_x64
+            try:  # JAX >= 0.7: jax.enable_x64(True); before: jax.experimental.enable_x64()
+                enable_x64 = lambda: jax.enable_x64(True)  # noqa: E731
+                enable_x64()
+            except (AttributeError, TypeError):
+                from jax.experimental import enable_x64
 
             def jloss(m):
                 w, v = jnp.linalg.eigh(m)
