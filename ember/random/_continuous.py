@@ -353,7 +353,9 @@ def _maxwell(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Ar
 def double_sided_maxwell(key: KeyArray, loc: ArrayLike, scale: ArrayLike, shape: int | Shape = (), dtype=None) -> Array:
     """Double-sided Maxwell samples: ``loc + scale * s * M``, M Maxwell and s a random sign.
 
-    As in JAX, the result's shape is ``shape + broadcast(loc.shape, scale.shape)``.
+    As in JAX, the result's shape is ``shape + broadcast(loc.shape, scale.shape)``; for
+    ``shape=()`` JAX doubles the parameters' shape (``(3, 3)`` for a loc of shape (3,)),
+    which ember does not copy: it gives ``(3,)``.
 
     Args:
       key: a key from `key`, `split` or `fold_in`.
