@@ -347,6 +347,26 @@ def test_gamma_gradient_is_the_implicit_gradient():
     np.testing.assert_allclose(g, ref_random_gamma_grad(a.astype(np.float64), x), rtol=1e-6, atol=1e-12)
 
 
+def test_random_gamma_grad_extremes_and_edges():
+    import ember.lax as lax
+
+    with ember.config.x64(True):
+        a = np.array([1e-3, 1e-3, 0.02, 0.5, 1.0, 3.0, 3.0, 1e3])
+        x = np.array([1e-30, 0.5, 1e-10, 1e-6, 20.0, 25.0, 1e-3, 1e3])
+        got = np.asarray(lax.random_gamma_grad(enp.asarray(a), enp.asarray(x)))
+        np.testing.assert_allclose(got, ref_random_gamma_grad(a, x), rtol=1e-7)
+        # Large a, where finite differences of gammainc lose their digits: Gamma(a) ~ a + sqrt(a) z, so
+        # dx/da = 1 + z / (2 sqrt(a)) to O(1/a), z = (x - a + 1/3) / sqrt(a) (the median is a - 1/3).
+        a = np.array([1e5, 1e5, 1e5])
+        x = np.array([1e5, 1.01e5, 0.99e5])
+        z = (x - a + 1 / 3) / np.sqrt(a)
+        got = np.asarray(lax.random_gamma_grad(enp.asarray(a), enp.asarray(x)))
+        np.testing.assert_allclose(got, 1 + z / (2 * np.sqrt(a)), atol=5e-5)
+        # an underflowed sample does not move; no gradient outside the domain
+        edge = lax.random_gamma_grad(enp.asarray([2.0, 0.0, -1.0, 2.0]), enp.asarray([0.0, 1.0, 1.0, -1.0]))
+        np.testing.assert_array_equal(np.asarray(edge), [0.0, np.nan, np.nan, np.nan])
+
+
 @pytest.mark.parametrize(
     "name, fn, exact",
     [
