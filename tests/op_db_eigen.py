@@ -233,6 +233,10 @@ def _eig_samples(rng, d):
 
 
 register(
+    OpInfo("lax.linalg.symmetrize", lax_linalg.symmetrize, lambda x: (x + np.conj(np.swapaxes(x, -1, -2))) / 2, LAPACK,
+           lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 4, 4), d),)),
+                           Sample((make_array(rng, (0, 0), d),))],
+           LAX_UNSUPPORTED, primitives=("add", "mul", "transpose")),
     OpInfo("lax.linalg.svd", _lax_svd, _np_svd, LAPACK, _svd_samples, LAX_UNSUPPORTED, primitives=("svd",), tol=TOL,
            ad_tol=AD_TOL),
     OpInfo("lax.linalg.eigh", _lax_eigh, _np_eigh, LAPACK, _eigh_samples, LAX_UNSUPPORTED, primitives=("eigh",),
