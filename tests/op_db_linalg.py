@@ -202,8 +202,10 @@ def _det_samples(rng, d):
     return out
 
 
-def _det_ad_samples(rng, d):
-    return [Sample((_invertible(rng, s, d),)) for s in SQUARE[:3]] + [Sample((make_array(rng, (2, 3, 3), d),))]
+def _det_ad_samples(rng, d):  # det is a polynomial: its derivative (the adjugate) is finite at singular matrices too
+    singular = np.arange(1.0, 10.0).reshape(3, 3).astype(d)  # rank 2
+    return [Sample((_invertible(rng, s, d),)) for s in SQUARE[:3]] + [Sample((make_array(rng, (2, 3, 3), d),)),
+                                                                       Sample((singular,))]
 
 
 def _slogdet_ad_samples(rng, d):  # log |det| is smooth where det != 0

@@ -191,6 +191,23 @@ def test_inverse_and_solve_gradients_to_second_order():
         np.testing.assert_allclose(hess, want, rtol=1e-8, atol=1e-10)
 
 
+def test_det_gradient_of_singular_matrices_is_the_adjugate():
+    # d det(A) / dA = adj(A)^T, finite for singular A (as JAX): the cofactors at rank n - 1, zero below.
+    with ember.config.x64(True):
+        rank2 = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        grad = ember.grad(enp.linalg.det)
+        np.testing.assert_allclose(np.asarray(grad(rank2)), [[-3, 6, -3], [6, -12, 6], [-3, 6, -3]], atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(grad(np.ones((3, 3)))), np.zeros((3, 3)))
+        np.testing.assert_allclose(np.asarray(grad(np.array([[1.0, 2.0], [2.0, 4.0]]))), [[4, -2], [-2, 1]], atol=1e-12)
+        stack = np.stack([rank2, np.eye(3) * 2])
+        got = np.asarray(ember.vmap(grad)(stack))
+        np.testing.assert_allclose(got[1], 4 * np.eye(3), atol=1e-12)
+        t = np.random.default_rng(8).standard_normal((3, 3))
+        _, tangent = ember.jvp(enp.linalg.det, (rank2,), (t,))
+        fd = (np.linalg.det(rank2 + 1e-6 * t) - np.linalg.det(rank2 - 1e-6 * t)) / 2e-6
+        np.testing.assert_allclose(float(tangent), fd, rtol=1e-6)
+
+
 def test_expm_gradient_matches_finite_differences():
     rng = np.random.default_rng(6)
     a = rng.standard_normal((3, 3))

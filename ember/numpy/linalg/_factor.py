@@ -27,11 +27,13 @@ from ember.core.array import Array
 from ember.core.primitives import linalg as _la
 from ember.core.primitives._rules import broadcast_shapes
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.lax import linalg as lax
 from ember.numpy._contract import matmul, outer as _outer, tensordot, vecdot
 from ember.numpy._core import ArrayLike, asarray, promote_inexact
 from ember.numpy._shape import broadcast_to, matrix_transpose, moveaxis, reshape, stack
 from ember.numpy._take import diagonal as _diagonal
 from ember.numpy._take import trace as _trace
+from ember.transforms.custom import custom_jvp
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "inv", "matmul", "matrix_power", "matrix_transpose", "multi_dot",
            "outer", "qr", "slogdet", "solve", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot"]  # fmt: skip
@@ -118,14 +120,13 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     return reshape(x, batch + (rows,)) if vector else x
 
 
-def _lu_diagonal(op: str, a: ArrayLike):
-    """(the diagonal of U, the permutation's sign as a's dtype) of each matrix's LU."""
+def _lu_diagonal(x: Array, factors=None):
+    """(the diagonal of U, the permutation's sign as x's dtype) of each matrix's LU (given or computed)."""
     from ember.numpy import _ufuncs as uf
     from ember.numpy._creation import arange
     from ember.numpy._reductions import sum as _sum
 
-    x = _square(op, a)
-    lu, pivots, _ = _la.lu_p.bind(x)
+    lu, pivots = factors if factors is not None else _la.lu_p.bind(x)[:2]
     swaps = _sum(uf.not_equal(pivots, arange(x.shape[-1], dtype="int32")), axis=-1)
     parity = uf.remainder(swaps, 2).astype(x.dtype)
     return _diagonal(lu, 0, -2, -1), 1 - 2 * parity
@@ -133,6 +134,9 @@ def _lu_diagonal(op: str, a: ArrayLike):
 
 def det(a: ArrayLike) -> Array:
     """The determinant of each square matrix, from its LU decomposition (0 for a singular one).
+
+    Its derivative is the adjugate, d det = trace(adj(a) da), computed from the LU decomposition so that it
+    is finite for singular matrices too (as JAX): the cofactors for rank n - 1, zero below.
 
     Args:
       a: (..., n, n) matrices.
@@ -143,10 +147,61 @@ def det(a: ArrayLike) -> Array:
     >>> round(float(enp.linalg.det(enp.asarray([[1.0, 2.0], [3.0, 4.0]]))), 5)
     -2.0
     """
+    return _det(_square("det", a))
+
+
+def _det_of_square(x: Array) -> Array:
     from ember.numpy._reductions import prod
 
-    diag, sign = _lu_diagonal("det", a)
+    diag, sign = _lu_diagonal(x)
     return sign * prod(diag, axis=-1)
+
+
+_det = custom_jvp(_det_of_square)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    from ember.numpy._take import trace as _trace_of
+
+    (x,), (t,) = primals, tangents
+    value, adjugate_t = _cofactor_solve(x, t)
+    return value, _trace_of(adjugate_t, 0, -2, -1)
+
+
+def _cofactor_solve(a: Array, b: Array) -> tuple[Array, Array]:
+    """(det(a), adj(a) @ b), finite for singular a (JAX's construction).
+
+    With a = P^T L U: adj(a) b = det(a) U^-1 L^-1 P b. U's last diagonal entry is replaced by
+    1 / (det(a) / u_nn) (the product of the others, with the permutation's sign), so that the last row of
+    the solve gives x_n prod_{i<n} u_ii without dividing by u_nn, and the other rows are scaled by det(a)
+    itself (zero when the rank is n - 1). Below rank n - 1 the adjugate is zero: matrices whose modified U
+    is still singular give zeros.
+    """
+    from ember.numpy import _ufuncs as uf
+    from ember.numpy._creation import ones_like
+    from ember.numpy._sorting import cumprod
+    from ember.numpy._reductions import any as _any
+    from ember.numpy._shape import concatenate
+    from ember.numpy._take import take_along_axis
+
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu, pivots, perm = _la.lu_p.bind(a)
+    diag, sign = _lu_diagonal(a, (lu, pivots))
+    partial = cumprod(diag, axis=-1) * sign[..., None]
+    before = partial[..., -2]
+    zero = before == 0  # rank below n - 1: an infinite corner, caught below (without NumPy's warning)
+    lu = lu.at[..., -1, -1].set(uf.where(zero, math.inf, 1 / uf.where(zero, 1, before)).astype(lu.dtype))
+    unit = lax.triangular_solve(lu, ones_like(a[..., :1, :]), left_side=False, lower=False)
+    bad = _any(~uf.isfinite(unit), axis=(-2, -1))[..., None, None]
+    x = uf.where(bad, 0, b)
+    x = take_along_axis(x, broadcast_to(perm[..., :, None], x.shape), axis=-2)
+    x = lax.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    x = concatenate([x[..., :-1, :] * partial[..., -1, None, None], x[..., -1:, :]], axis=-2)
+    x = lax.triangular_solve(lu, x, left_side=True, lower=False)
+    return partial[..., -1], uf.where(bad, 0, x)
 
 
 def slogdet(a: ArrayLike) -> SlogdetResult:
@@ -169,7 +224,7 @@ def slogdet(a: ArrayLike) -> SlogdetResult:
     from ember.numpy._reductions import prod
     from ember.numpy._reductions import sum as _sum
 
-    diag, sign = _lu_diagonal("slogdet", a)
+    diag, sign = _lu_diagonal(_square("slogdet", a))
     size = uf.abs(diag)
     zero = size == 0  # a singular matrix: sign 0 and log 0 = -inf (without NumPy's divide-by-zero warning)
     if dtypes.is_complex(diag.dtype):
