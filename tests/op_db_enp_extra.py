@@ -149,9 +149,18 @@ def _quantile_dtype(d, sample):
 
 for _name, _np, _scale, _nan in [("quantile", np.quantile, 1.0, False), ("percentile", np.percentile, 100.0, False),
                                  ("nanquantile", np.nanquantile, 1.0, True), ("nanpercentile", np.nanpercentile, 100.0, True)]:  # fmt: skip
-    _entry(_name, lambda a, q, _n=_name, **k: getattr(enp, _n)(a, q, **k), _quantile_ref(_np), REAL,
-           _quantile_samples(_scale, _nan), NO_COMPLEX, out_dtype_of=_quantile_dtype, tol=_SUM_TOL,
-           primitives=("sort", "gather"), ad_samples=_quantile_ad_samples(_scale, _nan))
+    _entry(
+        _name,
+        lambda a, q, _n=_name, **k: getattr(enp, _n)(a, q, **k),
+        _quantile_ref(_np),
+        REAL,
+        _quantile_samples(_scale, _nan),
+        NO_COMPLEX,
+        out_dtype_of=_quantile_dtype,
+        tol=_SUM_TOL,
+        primitives=("sort", "gather"),
+        ad_samples=_quantile_ad_samples(_scale, _nan),
+    )
 
 
 def _median_samples(nan):
@@ -167,7 +176,11 @@ def _median_samples(nan):
 def _median_ad_samples(nan):
     def make(rng, d):
         m = (lambda s: _with_nan(_spread(rng, s, d))) if nan else (lambda s: _spread(rng, s, d))
-        return [Sample((m((7,)),)), Sample((m((4, 6)),), {"axis": 1}), Sample((m((2, 3, 4)),), {"axis": (0, 2), "keepdims": True})]
+        return [
+            Sample((m((7,)),)),
+            Sample((m((4, 6)),), {"axis": 1}),
+            Sample((m((2, 3, 4)),), {"axis": (0, 2), "keepdims": True}),
+        ]
 
     return make
 
@@ -218,8 +231,16 @@ def _cov_ref(np_fn):
                                                    **{n: _wide(v) for n, v in k.items()}))  # fmt: skip
 
 
-_entry("cov", lambda m, *a, **k: enp.cov(m, *a, **k), _cov_ref(np.cov), ALL, _cov_samples, out_dtype=to_float,
-       tol=_SUM_TOL, primitives=("dot_general",))
+_entry(
+    "cov",
+    lambda m, *a, **k: enp.cov(m, *a, **k),
+    _cov_ref(np.cov),
+    ALL,
+    _cov_samples,
+    out_dtype=to_float,
+    tol=_SUM_TOL,
+    primitives=("dot_general",),
+)
 _entry("corrcoef", lambda m, *a, **k: enp.corrcoef(m, *a, **k), _cov_ref(np.corrcoef), ALL,
        lambda rng, d: [s for s in _cov_samples(rng, d) if not {"fweights", "aweights", "bias", "ddof"} & set(s.kwargs)],
        out_dtype=to_float, tol=_SUM_TOL, primitives=("dot_general",))  # fmt: skip
@@ -260,8 +281,11 @@ _entry("histogram", lambda a, *args, **k: enp.histogram(a, *args, **k)[0], lambd
 
 
 def _edges_ad_samples(rng, d):
-    return [Sample((_spread(rng, (9,), d),)), Sample((_spread(rng, (6,), d), 4)),
-            Sample((_spread(rng, (5,), d), np.asarray([-1.0, 0.5, 2.0], d)))]
+    return [
+        Sample((_spread(rng, (9,), d),)),
+        Sample((_spread(rng, (6,), d), 4)),
+        Sample((_spread(rng, (5,), d), np.asarray([-1.0, 0.5, 2.0], d))),
+    ]
 
 
 _entry("histogram_bin_edges", lambda a, *args, **k: enp.histogram_bin_edges(a, *args, **k),
@@ -276,8 +300,12 @@ def _weighted_samples(rng, d):
         return _grid(rng, n, d) if d == np.bool_ else make_array(rng, (n,), d, 0, 3)
 
     a = lambda n: _grid(rng, n, np.int32)
-    return [Sample((a(10),), {"weights": w(10)}), Sample((a(10), 5), {"weights": w(10), "density": True}),
-            Sample((a(8), _EDGES_AWAY), {"weights": w(8)}), Sample((a(6), 3, (-2.2, 3.3)), {"weights": w(6), "density": True})]
+    return [
+        Sample((a(10),), {"weights": w(10)}),
+        Sample((a(10), 5), {"weights": w(10), "density": True}),
+        Sample((a(8), _EDGES_AWAY), {"weights": w(8)}),
+        Sample((a(6), 3, (-2.2, 3.3)), {"weights": w(6), "density": True}),
+    ]
 
 
 def _weighted_dtype(d, sample):
@@ -287,7 +315,9 @@ def _weighted_dtype(d, sample):
 
 
 def _weighted_ref(a, *args, weights, **k):
-    w = weights.astype(np.int64 if weights.dtype == np.bool_ else np.complex128 if weights.dtype.kind == "c" else np.float64)
+    w = weights.astype(
+        np.int64 if weights.dtype == np.bool_ else np.complex128 if weights.dtype.kind == "c" else np.float64
+    )
     return _histogram_ref(a, *args, weights=w, **k)[0]
 
 
@@ -320,8 +350,12 @@ _entry("bincount", lambda x, **k: enp.bincount(x, **k), _bincount_ref, BOOL + IN
 def _bincount_weights_samples(rng, d):
     x = lambda n: make_array(rng, (n,), np.int32, 0, 6)
     w = lambda n: make_array(rng, (n,), d, 0, 3)
-    return [Sample((x(8),), {"weights": w(8), "length": 6}), Sample((x(5),), {"weights": w(5), "length": 3}),
-            Sample((x(0),), {"weights": w(0), "length": 2}), Sample((x(6),), {"weights": w(6)})]
+    return [
+        Sample((x(8),), {"weights": w(8), "length": 6}),
+        Sample((x(5),), {"weights": w(5), "length": 3}),
+        Sample((x(0),), {"weights": w(0), "length": 2}),
+        Sample((x(6),), {"weights": w(6)}),
+    ]
 
 
 _entry("bincount[weights]", lambda x, **k: enp.bincount(x, **k),
@@ -335,7 +369,9 @@ def _digitize_samples(rng, d):
     if d == np.bool_:
         x, bins = rng.random(6) < 0.5, np.array([False, True])
     else:
-        bins = np.sort(rng.choice(np.arange(-8, 9) if np.dtype(d).kind != "u" else np.arange(0, 17), 5, replace=False)).astype(d)
+        bins = np.sort(
+            rng.choice(np.arange(-8, 9) if np.dtype(d).kind != "u" else np.arange(0, 17), 5, replace=False)
+        ).astype(d)
         x = np.concatenate([bins, make_array(rng, (5,), d)]).astype(d)
     return [Sample((x, bins)), Sample((x, bins), {"right": True}), Sample((x.reshape(2, -1), bins[::-1].copy())),
             Sample((x, bins[::-1].copy(), True)), Sample((x[:3], bins[:2].copy())), Sample((x, bins[:0])),
@@ -372,8 +408,12 @@ for _name in ("convolve", "correlate"):
 
 
 def _polyval_samples(rng, d):
-    return [Sample((_small(rng, (4,), d), _small(rng, (2, 3), d))), Sample((_small(rng, (1,), d), _small(rng, (), d))),
-            Sample((_small(rng, (0,), d), _small(rng, (3,), d))), Sample((_small(rng, (3,), d), _small(rng, (0,), d)))]
+    return [
+        Sample((_small(rng, (4,), d), _small(rng, (2, 3), d))),
+        Sample((_small(rng, (1,), d), _small(rng, (), d))),
+        Sample((_small(rng, (0,), d), _small(rng, (3,), d))),
+        Sample((_small(rng, (3,), d), _small(rng, (0,), d))),
+    ]
 
 
 _entry("polyval", lambda p, x: enp.polyval(p, x), lambda p, x: np.asarray(np.polyval(p, x)).astype(np.result_type(p, x)),
@@ -408,8 +448,10 @@ def _gradient_samples(rng, d):
            Sample((make_array(rng, (4, 3), d), 2.0), {"edge_order": 2}), Sample((make_array(rng, (2, 3, 4), d),), {"axis": (2, 0)}),
            Sample((make_array(rng, (3, 4), d), 0.5), {"axis": -1})]  # fmt: skip
     if d != np.bool_:
-        out += [Sample((make_array(rng, (5, 3), d), coords(5), coords(3))),
-                Sample((make_array(rng, (6,), d), coords(6)), {"edge_order": 2})]
+        out += [
+            Sample((make_array(rng, (5, 3), d), coords(5), coords(3))),
+            Sample((make_array(rng, (6,), d), coords(6)), {"edge_order": 2}),
+        ]
     return out
 
 
@@ -444,25 +486,46 @@ _entry("diagflat", lambda v, k=0: enp.diagflat(v, k), np.diagflat, ALL,
 
 
 # Index results: the default integer, nothing to differentiate.
-_INDEX_RESULT = {"out_dtype": _default_int, "nondiff": INTEGER_OUT, "transforms": frozenset({"vmap", "jit"}), "ref_in_dtype": True}
+_INDEX_RESULT = {
+    "out_dtype": _default_int,
+    "nondiff": INTEGER_OUT,
+    "transforms": frozenset({"vmap", "jit"}),
+    "ref_in_dtype": True,
+}
 
 
-_entry("diag_indices", lambda *a: enp.diag_indices(*a), np.diag_indices, ALL,
-       lambda rng, d: [Sample((3,)), Sample((2, 3)), Sample((0,))], **_INDEX_RESULT)
+_entry(
+    "diag_indices",
+    lambda *a: enp.diag_indices(*a),
+    np.diag_indices,
+    ALL,
+    lambda rng, d: [Sample((3,)), Sample((2, 3)), Sample((0,))],
+    **_INDEX_RESULT,
+)
 _entry("diag_indices_from", enp.diag_indices_from, np.diag_indices_from, ALL,
        lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 2, 2), d),))],
        **_INDEX_RESULT)  # fmt: skip
 for _name in ("tril_indices", "triu_indices"):
-    _entry(_name, lambda *a, _n=_name: getattr(enp, _n)(*a), getattr(np, _name), ALL,
-           lambda rng, d: [Sample((3,)), Sample((3, 1)), Sample((4, -1, 5)), Sample((0,))], **_INDEX_RESULT)
+    _entry(
+        _name,
+        lambda *a, _n=_name: getattr(enp, _n)(*a),
+        getattr(np, _name),
+        ALL,
+        lambda rng, d: [Sample((3,)), Sample((3, 1)), Sample((4, -1, 5)), Sample((0,))],
+        **_INDEX_RESULT,
+    )
     _entry(f"{_name}_from", lambda a, *k, _n=_name: getattr(enp, f"{_n}_from")(a, *k), getattr(np, f"{_name}_from"), ALL,
            lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 4), d), 1)),
                            Sample((make_array(rng, (4, 2), d), -1))], **_INDEX_RESULT)  # fmt: skip
 
 
 def _unravel_samples(rng, d):
-    return [Sample((make_array(rng, (2, 3), d, 0, 24), (2, 3, 4))), Sample((make_array(rng, (5,), d, 0, 12), (4, 3), "F")),
-            Sample((make_array(rng, (), d, 0, 6), 6)), Sample((make_array(rng, (0,), d, 0, 6), (2, 3)))]
+    return [
+        Sample((make_array(rng, (2, 3), d, 0, 24), (2, 3, 4))),
+        Sample((make_array(rng, (5,), d, 0, 12), (4, 3), "F")),
+        Sample((make_array(rng, (), d, 0, 6), 6)),
+        Sample((make_array(rng, (0,), d, 0, 6), (2, 3))),
+    ]
 
 
 _entry("unravel_index", lambda i, s, *o: enp.unravel_index(i, s, *o), np.unravel_index, INTEGER, _unravel_samples,
@@ -488,7 +551,11 @@ _entry("ravel_multi_index", lambda m, dims, **k: enp.ravel_multi_index(m, dims, 
 
 def _lex_keys(rng, shape, d):
     x = make_array(rng, shape, d, -2, 3)
-    return np.round(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)).astype(d) if _is_float(d) or x.dtype.kind == "c" else x
+    return (
+        np.round(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)).astype(d)
+        if _is_float(d) or x.dtype.kind == "c"
+        else x
+    )
 
 
 def _lexsort_ref(keys, axis=-1):
@@ -591,3 +658,43 @@ _entry("argwhere[size]", lambda a, **k: enp.argwhere(a, **k), _argwhere_ref, ALL
                        Sample((_sparse(rng, (2, 3), d),), {"size": 7, "fill_value": -1}),
                        Sample((_sparse(rng, (0, 2), d),), {"size": 3})],
        **_INDEX_RESULT)  # fmt: skip
+
+
+# --- weighted quantiles (NumPy 2's weights=, method="inverted_cdf" only) -------------------------------------------
+
+
+def _weighted_quantile_samples(rng, d):
+    def w(shape):  # integer weights, some zero (the first kept positive): cumulative shares land exactly on q
+        out = make_array(rng, shape, np.int32, 0, 4)
+        out.reshape(-1)[0] = 1
+        return out
+
+    x = lambda s: make_array(rng, s, d)
+    return [Sample((x((7,)), _q(rng, d, [0.0, 0.3, 1.0])), {"weights": w((7,))}),
+            Sample((x((3, 5)), 0.5), {"axis": 1, "weights": np.maximum(w((3, 5)), 1), "keepdims": True}),
+            Sample((x((4, 3)), _q(rng, d, [0.25, 0.8])), {"axis": 0, "weights": make_array(rng, (4,), F32, 0.5, 2)}),
+            Sample((_with_nan(x((2, 5))), 0.4), {"axis": 1, "weights": np.maximum(w((2, 5)), 1)})]  # fmt: skip
+
+
+def _full_weights_only(rng, d):
+    # np.nanquantile fails (IndexError) on 1-d weights along an axis of a 2-d array; ember's are checked by quantile[weights].
+    return [s for s in _weighted_quantile_samples(rng, d) if s.kwargs["weights"].shape == s.args[0].shape]
+
+
+def _weighted_quantile_ref(nan):
+    def ref(a, q, weights, **k):
+        fn = np.nanquantile if nan else np.quantile
+        return np.asarray(
+            fn(_wide(a), np.asarray(q, np.float64), weights=weights.astype(np.float64), method="inverted_cdf", **k)
+        )
+
+    return _quiet(ref)
+
+
+for _name, _nan in [("quantile", False), ("nanquantile", True)]:
+    _entry(f"{_name}[weights]", lambda a, q, _n=_name, **k: getattr(enp, _n)(a, q, method="inverted_cdf", **k),
+           _weighted_quantile_ref(_nan), REAL, _weighted_quantile_samples if not _nan else _full_weights_only,
+           NO_COMPLEX, out_dtype_of=_quantile_dtype,
+           ref_in_dtype=True, primitives=("sort", "cumsum"),
+           ad_samples=lambda rng, d: [Sample((_spread(rng, (6,), d), np.asarray([0.37, 0.81], d)),
+                                             {"weights": np.array([1, 2, 0, 1, 3, 1], np.int32)})])  # fmt: skip

@@ -135,7 +135,9 @@ def test_bincount_needs_a_static_length_when_traced():
     np.testing.assert_array_equal(ember.vmap(lambda v: enp.bincount(v, length=3))(np.array([[0, 2], [1, 1]])),
                                   [[1, 0, 1], [0, 2, 0]])  # fmt: skip
     # Traced negative values count in bin 0 and values past the length are dropped, as in JAX.
-    np.testing.assert_array_equal(ember.jit(lambda v: enp.bincount(v, length=2))(np.array([-1, 0, 5], np.int32)), [2, 0])
+    np.testing.assert_array_equal(
+        ember.jit(lambda v: enp.bincount(v, length=2))(np.array([-1, 0, 5], np.int32)), [2, 0]
+    )
 
 
 def test_bincount_rejects_bad_input():
@@ -259,7 +261,7 @@ def test_select_and_isin_reject_bad_input():
 
 def test_select_is_differentiable_in_the_choices():
     x = np.array([-1.0, 0.5, 2.0], np.float32)
-    g = ember.grad(lambda v: enp.sum(enp.select([v < 0, v > 1], [v ** 2, 3 * v], v)))(x)
+    g = ember.grad(lambda v: enp.sum(enp.select([v < 0, v > 1], [v**2, 3 * v], v)))(x)
     np.testing.assert_allclose(g, [-2.0, 1.0, 3.0])
 
 
@@ -271,7 +273,9 @@ def test_whole_array_comparisons_are_traceable_arrays():
     assert not bool(enp.array_equal(a, a[:1]))
     assert bool(enp.array_equiv(a, np.stack([a, a])))
     assert not bool(enp.array_equiv(a, np.ones(3)))
-    np.testing.assert_array_equal(ember.vmap(lambda x: enp.allclose(x, 1.0))(np.array([[1.0, 1.0], [1.0, 2.0]])), [True, False])
+    np.testing.assert_array_equal(
+        ember.vmap(lambda x: enp.allclose(x, 1.0))(np.array([[1.0, 1.0], [1.0, 2.0]])), [True, False]
+    )
 
 
 def test_scatter_of_no_updates_has_the_operands_tangent():
@@ -285,3 +289,18 @@ def test_scatter_of_no_updates_has_the_operands_tangent():
     y = np.ones((2, 2), np.float32)
     np.testing.assert_array_equal(ember.jvp(lambda a: f(a, u), (y,), (2 * y,))[1], 2 * y)
     np.testing.assert_array_equal(ember.grad(lambda a: enp.sum(f(a, u) * 3))(y), 3 * y)
+
+
+def test_weighted_quantile_checks_method_and_weights():
+    with pytest.raises(InvalidArgumentError, match="only method='inverted_cdf' supports weights"):
+        enp.quantile(X, 0.5, weights=np.ones_like(X))
+    with pytest.raises(ShapeError, match=r"weights of shape \(2,\) must have a's shape \(2, 3\)"):
+        enp.quantile(X, 0.5, axis=1, method="inverted_cdf", weights=np.ones(2))
+    with pytest.raises(InvalidArgumentError, match="weights must be non-negative, with at least one non-zero"):
+        enp.quantile(X[0], 0.5, method="inverted_cdf", weights=np.array([1.0, -1.0, 1.0]))
+    with pytest.raises(InvalidArgumentError, match="at least one non-zero"):
+        enp.quantile(X[0], 0.5, method="inverted_cdf", weights=np.zeros(3))
+    # 1-d weights along the one reduced axis, traced under jit.
+    f = ember.jit(lambda w: enp.quantile(X, 0.5, axis=1, method="inverted_cdf", weights=w))
+    np.testing.assert_array_equal(f(np.array([0.0, 1.0, 1.0])), np.quantile(X, 0.5, axis=1, method="inverted_cdf",
+                                                                            weights=np.array([0.0, 1.0, 1.0])))  # fmt: skip

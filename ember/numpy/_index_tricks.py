@@ -268,12 +268,14 @@ def unravel_index(indices: ArrayLike, shape: int | Sequence[int], order: str = "
     value = known(idx)
     if value is not None and value.size and (value.min() < 0 or value.max() >= size):
         bad = value.min() if value.min() < 0 else value.max()
-        raise InvalidArgumentError(f"unravel_index: index {bad} is out of bounds for an array of shape {dims} (size {size})")
+        raise InvalidArgumentError(
+            f"unravel_index: index {bad} is out of bounds for an array of shape {dims} (size {size})"
+        )
     idx = convert(idx, dtypes.default_int())  # in range below, so no value changes
     if size:
         idx = lax.clamp(lax.full((), 0, idx.dtype), idx, lax.full((), size - 1, idx.dtype))
     out = []
-    for d in (reversed(dims) if order == "C" else dims):
+    for d in reversed(dims) if order == "C" else dims:
         out.append(convert(lax.rem(idx, lax.full(idx.shape, max(d, 1), idx.dtype)), dtypes.default_int()))
         idx = lax.div(idx, lax.full(idx.shape, max(d, 1), idx.dtype))
     return tuple(reversed(out)) if order == "C" else tuple(out)
@@ -304,10 +306,14 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
         raise InvalidArgumentError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
     coords = [asarray(c) for c in multi_index]
     if len(coords) != len(dims):
-        raise InvalidArgumentError(f"ravel_multi_index: {len(coords)} coordinate arrays for {len(dims)} dimensions {dims}")
+        raise InvalidArgumentError(
+            f"ravel_multi_index: {len(coords)} coordinate arrays for {len(dims)} dimensions {dims}"
+        )
     modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
     if len(modes) != len(dims) or any(m not in ("raise", "wrap", "clip") for m in modes):
-        raise InvalidArgumentError(f"ravel_multi_index: mode must be 'raise', 'wrap' or 'clip' (or one per dimension), got {mode!r}")
+        raise InvalidArgumentError(
+            f"ravel_multi_index: mode must be 'raise', 'wrap' or 'clip' (or one per dimension), got {mode!r}"
+        )
     for c in coords:
         if not dtypes.is_integer(c.dtype):
             raise DTypeError(f"ravel_multi_index: coordinates must be integers, got {c.dtype}{c.shape}")
@@ -317,11 +323,16 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
         if m == "raise":
             value = known(c)
             if value is None:
-                raise ConcretizationError(f"ravel_multi_index: mode='raise' checks the values of the traced coordinates "
-                                          f"{c.aval.str_short()}; pass mode='wrap' or mode='clip' under jit and vmap")  # fmt: skip
+                raise ConcretizationError(
+                    f"ravel_multi_index: mode='raise' checks the values of the traced coordinates "
+                    f"{c.aval.str_short()}; pass mode='wrap' or mode='clip' under jit and vmap"
+                )
             if value.size and (value.min() < 0 or value.max() >= d):
-                raise InvalidArgumentError(f"ravel_multi_index: invalid entry in coordinates array: {value.min() if value.min() < 0 else value.max()} "
-                                           f"is out of range for a dimension of size {d}")  # fmt: skip
+                bad = value.min() if value.min() < 0 else value.max()
+                raise InvalidArgumentError(
+                    f"ravel_multi_index: invalid entry in coordinates array: {bad} is out of range for a dimension "
+                    f"of size {d}"
+                )
         elif m == "wrap":
             c = remainder(c, max(d, 1))
         else:
@@ -394,7 +405,9 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     """
     conds, choices = list(condlist), list(choicelist)
     if len(conds) != len(choices):
-        raise InvalidArgumentError(f"select: list of cases must be same length as list of conditions ({len(choices)} and {len(conds)})")
+        raise InvalidArgumentError(
+            f"select: list of cases must be same length as list of conditions ({len(choices)} and {len(conds)})"
+        )
     if not conds:
         raise InvalidArgumentError("select: select with an empty condition list is not possible")
     conds = [asarray(c) for c in conds]

@@ -281,7 +281,9 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
     elif len(varargs) == len(axes):
         spacing = list(varargs)
     else:
-        raise InvalidArgumentError(f"gradient: {len(varargs)} spacings for {len(axes)} axes; pass none, one scalar, or one per axis")
+        raise InvalidArgumentError(
+            f"gradient: {len(varargs)} spacings for {len(axes)} axes; pass none, one scalar, or one per axis"
+        )
     out = []
     for ax, h in zip(axes, spacing):
         n = x.shape[ax]
@@ -292,7 +294,9 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
             h = asarray(h)
             if h.ndim == 1:
                 if h.shape[0] != n:
-                    raise ShapeError(f"gradient: coordinates of length {h.shape[0]} must match axis {ax} of shape {x.shape}")
+                    raise ShapeError(
+                        f"gradient: coordinates of length {h.shape[0]} must match axis {ax} of shape {x.shape}"
+                    )
                 (h,) = promote_inexact("gradient", h)
                 h = lax.sub(lax.slice_in_dim(h, 1, n), lax.slice_in_dim(h, 0, n - 1))
             elif h.ndim != 0:
@@ -321,7 +325,9 @@ def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike
     """
     x = ravel(asarray(ary))
     if x.dtype == dtypes.bool_:
-        raise DTypeError("ediff1d: bool arrays have no subtraction (as in NumPy); use enp.diff for != or convert to int")
+        raise DTypeError(
+            "ediff1d: bool arrays have no subtraction (as in NumPy); use enp.diff for != or convert to int"
+        )
     parts = [lax.sub(x[1:], x[:-1])]
     for value, at_end in ((to_begin, False), (to_end, True)):
         if value is None:

@@ -61,7 +61,9 @@ def known(x: Array) -> np.ndarray | None:
 
 def _no_complex(op: str, x: Array) -> None:
     if dtypes.is_complex(x.dtype):
-        raise DTypeError(f"{op}: complex input ({x.dtype}{x.shape}) has no order; apply {op} to enp.real(x) and enp.imag(x)")
+        raise DTypeError(
+            f"{op}: complex input ({x.dtype}{x.shape}) has no order; apply {op} to enp.real(x) and enp.imag(x)"
+        )
 
 
 # --- quantiles ----------------------------------------------------------------------------------
@@ -79,7 +81,11 @@ def _positions(method: str, n, q: Array) -> tuple[Array, Array, Array | None]:
     or an array per slice for the nan- functions)."""
     from ember.numpy._ufuncs import logical_and, remainder
 
-    pick = {"lower": lax.floor, "higher": lax.ceil, "nearest": lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN)}
+    pick = {
+        "lower": lax.floor,
+        "higher": lax.ceil,
+        "nearest": lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN),
+    }
     if method in pick:
         i = pick[method](q * (n - 1))
         return i, i, None
@@ -117,9 +123,13 @@ def _lerp(a: Array, b: Array, t: Array) -> Array:
     return where(t >= 0.5, b - d * (1 - t), a + d * t)
 
 
-def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool, scale: float) -> Array:
+def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool, scale: float, weights=None) -> Array:
     if method not in _METHODS:
         raise InvalidArgumentError(f"{op}: method={method!r} is not one of {_METHODS}")
+    if weights is not None and method != "inverted_cdf":
+        raise InvalidArgumentError(
+            f"{op}: only method='inverted_cdf' supports weights (as NumPy), got method={method!r}"
+        )
     # As JAX: the result has the inexact dtype of `a` alone (q's dtype only sets the precision of positions).
     (x,), (qs,) = promote_inexact(op, a), promote_inexact(op, q)
     _no_complex(op, x)
@@ -135,14 +145,20 @@ def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool,
     if n == 0 or qs.size == 0:
         return lax.full(qs.shape + kept, math.nan, x.dtype)
     flat = reshape(transpose(x, (*rest, *axes)), (*rest_shape, n))
-    ordered = lax.sort(flat, flat.ndim - 1, True)  # NaN last
     index_dtype = dtypes.promote_types(qs.dtype, dtypes.float32)  # positions of a half-precision q in float32
     qf = reshape(convert(qs, index_dtype), (qs.size,))
     qf = qf / scale if scale != 1 else qf
-    if nan_aware:
+    if weights is not None:
+        w = _quantile_weights(op, x, weights, axis, axes, nan_aware, index_dtype)
+        ordered, w = lax.sort((flat, reshape(transpose(w, (*rest, *axes)), (*rest_shape, n))), flat.ndim - 1, True, 1)
+        lo = hi = _weighted_position(w, qf, n)
+        gamma = None
+    elif nan_aware:
+        ordered = lax.sort(flat, flat.ndim - 1, True)  # NaN last
         count = _sum(convert(logical_not(isnan(flat)), index_dtype), axis=-1, keepdims=True)
         lo, hi, gamma = _positions(method, count, broadcast_to(qf, (*rest_shape, qs.size)))
     else:
+        ordered = lax.sort(flat, flat.ndim - 1, True)
         lo, hi, gamma = _positions(method, n, qf)
     shape = (*rest_shape, qs.size)
 
@@ -156,6 +172,37 @@ def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool,
     return reshape(moveaxis(out, -1, 0), qs.shape + kept)
 
 
+def _quantile_weights(op: str, x: Array, weights, axis, axes, nan_aware: bool, dtype) -> Array:
+    """The weights as an array of x's shape in `dtype` (zero at NaN values for the nan- functions)."""
+    w = asarray(weights)
+    if dtypes.is_complex(w.dtype):
+        raise DTypeError(f"{op}: weights must be real, got {w.dtype}{w.shape}")
+    if w.shape != x.shape:
+        if not (
+            w.ndim == 1 and len(axes) == 1 and isinstance(axis, (int, np.integer)) and w.shape[0] == x.shape[axes[0]]
+        ):
+            raise ShapeError(f"{op}: weights of shape {w.shape} must have a's shape {x.shape}, or be 1-d along the "
+                             "one reduced axis")  # fmt: skip
+        w = lax.broadcast_in_dim(w, x.shape, axes)
+    value = known(w)
+    if value is not None and (np.any(value < 0) or not np.all(np.any(value != 0, axis=axes))):
+        raise InvalidArgumentError(
+            f"{op}: weights must be non-negative, with at least one non-zero along the reduced axes"
+        )
+    w = convert(w, dtype)
+    return where(isnan(x), 0 * w, w) if nan_aware else w
+
+
+def _weighted_position(w: Array, q: Array, n: int) -> Array:
+    """NumPy's weighted inverted_cdf: the first sorted position whose share of the total weight reaches q."""
+    cdf = lax.cumsum(w, w.ndim - 1)
+    cdf = cdf / lax.slice_in_dim(cdf, n - 1, n, axis=w.ndim - 1)
+    cdf = where(cdf == 0, -1 + 0 * cdf, cdf)  # leading zero weights never count as reaching q = 0
+    below = lax.expand_dims(cdf, (w.ndim - 1,)) < lax.broadcast_in_dim(q, (*w.shape[:-1], q.shape[0], 1), (w.ndim - 1,))
+    first = _sum(convert(below, dtypes.default_int()), axis=-1)
+    return convert(lax.min(first, lax.full(first.shape, n - 1, first.dtype)), q.dtype)
+
+
 _QUANTILE_ARGS = """
     Args:
       a: the data (bool and integers are averaged in the default float dtype; complex is rejected).
@@ -167,6 +214,9 @@ _QUANTILE_ARGS = """
         Hyndman & Fan methods ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
         "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased", "normal_unbiased").
       keepdims: keep the reduced axes with size 1.
+      weights: non-negative weights of a's shape (or 1-d along a single int `axis`), with
+        method="inverted_cdf" only, as NumPy: the first sorted value whose cumulative share of the
+        weight reaches q.
 
     Returns:
       q's shape followed by the shape of the unreduced axes, in the inexact dtype of `a` (as JAX;
@@ -181,7 +231,7 @@ def _check_out(op: str, out) -> None:
 
 
 def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False) -> Array:  # fmt: skip
+             method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:  # fmt: skip
     """The q-th quantiles of `a` over `axis`; NaN where a reduced slice holds a NaN.
     {args}
     >>> enp.quantile(enp.asarray([1.0, 2.0, 3.0, 4.0]), 0.5)
@@ -190,46 +240,47 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_
     [[1.0, 2.0], [5.0, 3.0]]
     """
     _check_out("quantile", out)
-    return _quantile("quantile", a, q, axis, method, keepdims, False, 1)
+    return _quantile("quantile", a, q, axis, method, keepdims, False, 1, weights)
 
 
 def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False) -> Array:  # fmt: skip
+               method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:  # fmt: skip
     """The q-th percentiles of `a` over `axis` (quantile of q / 100).
     {args}
     >>> enp.percentile(enp.asarray([1.0, 2.0, 3.0, 4.0]), 25)
     Array(1.75, dtype=float32)
     """
     _check_out("percentile", out)
-    return _quantile("percentile", a, q, axis, method, keepdims, False, 100)
+    return _quantile("percentile", a, q, axis, method, keepdims, False, 100, weights)
 
 
 def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
-                method: str = "linear", keepdims: bool = False) -> Array:  # fmt: skip
+                method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:  # fmt: skip
     """The q-th quantiles of the non-NaN values of `a` over `axis` (NaN where all are NaN).
     {args}
     >>> enp.nanquantile(enp.asarray([1.0, float("nan"), 3.0]), 0.5)
     Array(2., dtype=float32)
     """
     _check_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True, 1)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True, 1, weights)
 
 
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
-                  method: str = "linear", keepdims: bool = False) -> Array:  # fmt: skip
+                  method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:  # fmt: skip
     """The q-th percentiles of the non-NaN values of `a` over `axis`.
     {args}
     >>> enp.nanpercentile(enp.asarray([1.0, float("nan"), 3.0]), 100)
     Array(3., dtype=float32)
     """
     _check_out("nanpercentile", out)
-    return _quantile("nanpercentile", a, q, axis, method, keepdims, True, 100)
+    return _quantile("nanpercentile", a, q, axis, method, keepdims, True, 100, weights)
 
 
 for _fn, _what in ((quantile, "the quantiles, in [0, 1]"), (percentile, "the percentiles, in [0, 100]"),
                    (nanquantile, "the quantiles, in [0, 1]"), (nanpercentile, "the percentiles, in [0, 100]")):  # fmt: skip
-    _fn.__doc__ = _fn.__doc__.replace("{args}", _QUANTILE_ARGS.format(
-        what=_what, traced=" (may be traced; checked against its range when concrete)"))
+    _fn.__doc__ = _fn.__doc__.replace(
+        "{args}", _QUANTILE_ARGS.format(what=_what, traced=" (may be traced; checked against its range when concrete)")
+    )
 
 
 def median(a: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False, keepdims: bool = False) -> Array:
@@ -253,7 +304,9 @@ def median(a: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = Fa
     return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False, 1)
 
 
-def nanmedian(a: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False, keepdims: bool = False) -> Array:
+def nanmedian(
+    a: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False, keepdims: bool = False
+) -> Array:
     """The median of the non-NaN values of `a` over `axis` (NaN where all are NaN).
 
     Args:
@@ -349,7 +402,9 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     """
     x = asarray(m)
     if x.ndim > 2:
-        raise ShapeError(f"cov: m has more than 2 dimensions (shape {x.shape}); reshape it to (variables, observations)")
+        raise ShapeError(
+            f"cov: m has more than 2 dimensions (shape {x.shape}); reshape it to (variables, observations)"
+        )
     args = [x] if y is None else [x, asarray(y)]
     if y is not None and args[1].ndim > 2:
         raise ShapeError(f"cov: y has more than 2 dimensions (shape {args[1].shape})")
@@ -364,7 +419,9 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
         rows[0] = rows[0] if args[0].ndim == 1 else transpose(rows[0])
         rows[1:] = [r if r.shape[0] == 1 else transpose(r) for r in rows[1:]]
     if len(rows) == 2 and rows[0].shape[1] != rows[1].shape[1]:
-        raise ShapeError(f"cov: m and y have different numbers of observations: {rows[0].shape[1]} and {rows[1].shape[1]}")
+        raise ShapeError(
+            f"cov: m and y have different numbers of observations: {rows[0].shape[1]} and {rows[1].shape[1]}"
+        )
     X = lax.concatenate(rows, 0) if len(rows) == 2 else rows[0]
     n_obs = X.shape[1]
     if ddof is None:
@@ -644,7 +701,9 @@ def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Array:
     if value is not None and value.size > 1:
         up, down = np.all(value[1:] >= value[:-1]), np.all(value[1:] <= value[:-1])
         if not (up or down):
-            raise InvalidArgumentError(f"digitize: bins must be monotonically increasing or decreasing, got {value.tolist()}")
+            raise InvalidArgumentError(
+                f"digitize: bins must be monotonically increasing or decreasing, got {value.tolist()}"
+            )
     side = "left" if right else "right"
     n = b.shape[0]
     if n == 0:
