@@ -257,6 +257,9 @@ eigh_p.jvp = _eigh_jvp
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     (x,), (t,) = primals, tangents
     *_, m, n = x.shape
+    if type(t) is Zero:
+        ans = svd_p.bind(x, full_matrices=full_matrices, compute_uv=compute_uv)
+        return ans, [Zero(a.aval) for a in ans]
     if compute_uv and full_matrices and m != n:
         raise TransformError(
             f"svd: the derivative of the full U and Vh of a non-square matrix ({describe(x.aval)}) is not unique "
@@ -264,9 +267,6 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
         )
     # (full_matrices of a square matrix: the reduced factors are the full ones)
     s, u, vh = svd_p.bind(x, full_matrices=False, compute_uv=True)
-    if type(t) is Zero:
-        ans = [s, u, vh] if compute_uv else [s]
-        return ans, [Zero(a.aval) for a in ans]
     v = _H(vh)
     if not compute_uv:
         return [s], [_diag_of_product(u, _matmul(t, v))]
