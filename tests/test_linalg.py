@@ -167,7 +167,7 @@ def test_vmap_against_one_shared_matrix_folds_the_batch_into_the_right_hand_side
     a = rng.standard_normal((3, 3)) + 4 * np.eye(3)
     bs = rng.standard_normal((5, 3, 2) if left_side else (5, 2, 3))
     with ember.config.x64(True):
-        fn = lambda b: lax.linalg.triangular_solve(a, b, left_side=left_side, lower=False, transpose_a=True)  # noqa: E731
+        fn = lambda b: lax.linalg.triangular_solve(a, b, left_side=left_side, lower=False, transpose_a=True)
         got = np.asarray(ember.vmap(fn, in_axes=0)(bs))
         want = np.stack([np.asarray(fn(b)) for b in bs])
         np.testing.assert_allclose(got, want, rtol=1e-12)

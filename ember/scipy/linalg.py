@@ -10,6 +10,7 @@ an error, as JAX).
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from ember import lax

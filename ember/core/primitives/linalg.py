@@ -173,14 +173,14 @@ __all__ = [n for n in dir() if n.endswith("_p")]
 # --- helpers for the rules ---------------------------------------------------------------------------
 # Written with primitives only (bind), so that the rules compose with every transform.
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from ember.core.ad import Zero, add_tangents, defnondiff, instantiate, is_undefined  # noqa: E402
-from ember.core.array import wrap  # noqa: E402
-from ember.core.primitives import bitwise as _bw  # noqa: E402
-from ember.core.primitives import contraction as _ct  # noqa: E402
-from ember.core.primitives import elementwise as _ew  # noqa: E402
-from ember.core.primitives import structural as _st  # noqa: E402
+from ember.core.ad import Zero, add_tangents, defnondiff, is_undefined
+from ember.core.array import wrap
+from ember.core.primitives import bitwise as _bw
+from ember.core.primitives import contraction as _ct
+from ember.core.primitives import elementwise as _ew
+from ember.core.primitives import structural as _st
 
 
 def _matmul(x, y):
@@ -431,7 +431,7 @@ solve_p.transpose = _solve_transpose
 # The primitives map over leading axes, so the batch axis moves to the front. A solve against one
 # shared matrix folds the examples into the right-hand side's columns instead: one factorisation.
 
-from ember.core.batching import bdim_to_front, move_axis, not_mapped  # noqa: E402
+from ember.core.batching import bdim_to_front, move_axis, not_mapped
 
 
 def _leading(prim):

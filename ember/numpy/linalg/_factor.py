@@ -28,7 +28,8 @@ from ember.core.primitives import linalg as _la
 from ember.core.primitives._rules import broadcast_shapes
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.lax import linalg as lax
-from ember.numpy._contract import matmul, outer as _outer, tensordot, vecdot
+from ember.numpy._contract import matmul, tensordot, vecdot
+from ember.numpy._contract import outer as _outer
 from ember.numpy._core import ArrayLike, asarray, promote_inexact
 from ember.numpy._shape import broadcast_to, matrix_transpose, moveaxis, reshape, stack
 from ember.numpy._take import diagonal as _diagonal
@@ -180,9 +181,9 @@ def _cofactor_solve(a: Array, b: Array) -> tuple[Array, Array]:
     """
     from ember.numpy import _ufuncs as uf
     from ember.numpy._creation import ones_like
-    from ember.numpy._sorting import cumprod
     from ember.numpy._reductions import any as _any
     from ember.numpy._shape import concatenate
+    from ember.numpy._sorting import cumprod
     from ember.numpy._take import take_along_axis
 
     n = a.shape[-1]
