@@ -77,13 +77,18 @@ def _register(name: str, gradient: bool) -> None:
             return enp.sum(ew * forward(enp, m, eb))
 
         grad = ember.grad(loss)
+        jitted = ember.jit(grad if gradient else lambda m: forward(enp, m, eb))
 
         def run_ember():
             with ember.config.x64(True):
                 return grad(ea) if gradient else forward(enp, ea, eb)
 
+        def run_ember_jit():
+            with ember.config.x64(True):
+                return jitted(ea)
+
         impls = {"numpy": (lambda: numpy_grad(x, b, w)) if gradient else (lambda: numpy_forward(x, b)),
-                 "ember": run_ember}  # fmt: skip
+                 "ember": run_ember, "ember_jit": run_ember_jit}  # fmt: skip
         if env.torch is not None:
             torch = env.torch
             ta, tb, tw = torch.tensor(x), torch.tensor(b), torch.tensor(w)
