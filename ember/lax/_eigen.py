@@ -108,7 +108,9 @@ def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True, compute_right_e
 
     Args:
       x: float32/float64/complex64/complex128 array of shape (..., n, n).
-      compute_left_eigenvectors: also return vl, whose columns satisfy ``vl^H x = w vl^H``.
+      compute_left_eigenvectors: also return vl, whose columns satisfy ``vl^H x = w vl^H`` (NumPy has no
+        left eigenvectors: ember takes them from the inverse of vr, so they are inaccurate for nearly
+        defective matrices, whose right eigenvectors are nearly dependent).
       compute_right_eigenvectors: also return vr, whose columns satisfy ``x vr = vr w``.
       use_magma: JAX's GPU option, not supported (must be None).
 
