@@ -135,6 +135,20 @@ def test_lu_matches_lapack(shape):
         np.testing.assert_allclose(lower @ np.triu(flat_lu[i][:k]), m[perm.reshape(-1, shape[-2])[i]], atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")  # SciPy says the reference matrices are singular: they are
+def test_lu_of_rank_deficient_matrices_matches_lapack():
+    rng = np.random.default_rng(9)
+    low_rank = rng.standard_normal((40, 3)) @ rng.standard_normal((3, 40))
+    for m in (np.ones((3, 3)), np.arange(9.0).reshape(3, 3), low_rank, np.zeros((5, 5))):
+        with ember.config.x64(True):
+            lu, pivots, _ = lax.linalg.lu(m)
+        want_lu, want_piv = sl.lu_factor(m)
+        np.testing.assert_array_equal(np.asarray(pivots)[:3], want_piv[:3])
+        np.testing.assert_allclose(np.triu(np.asarray(lu))[:3], np.triu(want_lu)[:3], atol=1e-12)
+        if m.shape[0] <= 5:
+            np.testing.assert_allclose(np.asarray(lu), want_lu, atol=1e-12)
+
+
 def test_triangular_solve_of_a_large_ill_conditioned_matrix_is_backward_stable():
     rng = np.random.default_rng(2)
     a = np.tril(rng.standard_normal((200, 200))) + np.eye(200)  # condition number ~1e15

@@ -10,11 +10,12 @@ solve, so they are written here, batched over the leading axes:
   D^-1]], log2(block) matrix products), then a blocked substitution runs one
   step per block row, each a pair of matrix products: O(m^2 n) work, as LAPACK's
   trsm, in few NumPy calls. A zero on the diagonal gives inf/NaN, never an error.
-- LU: right-looking, blocked, with partial pivoting (LAPACK's getrf: the first
-  row of largest |re| + |im| in the column, so pivots agree with LAPACK's).
-  Pivot choice is sequential, so the panel runs one NumPy step per column; the
-  trailing matrix is updated with one triangular solve and one matrix product
-  per panel. A zero column leaves its multipliers at zero (as getrf does).
+- LU: recursive (Toledo's: factor the left half of the columns, update the
+  right half with one triangular solve and one matrix product, factor it),
+  with partial pivoting as LAPACK's getrf (the first row of largest |re| + |im|
+  in the column, so pivots agree with LAPACK's). Pivot choice is sequential,
+  so every column costs a few NumPy steps; the work is in matrix products. A
+  zero column leaves its multipliers at zero (as getrf does).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-_BLOCK = 32  # rows per diagonal block of the triangular solve, and columns per LU panel
+_BLOCK = 32  # rows per diagonal block of the triangular solve
+_LU_LEAF = 8  # columns the recursive LU factors one by one
 
 
 def linalg_kernels(xp: ModuleType) -> dict[str, Any]:
@@ -260,31 +262,48 @@ def _lu_in_place(xp, a, perm, pivots):
     k = min(m, n)
     rows = xp.arange(count)
     zero = xp.zeros((), a.dtype)
-    for j0 in range(0, k, _BLOCK):
-        j1 = min(j0 + _BLOCK, k)
-        for j in range(j0, j1):
-            column = a[:, j:, j]
-            size = xp.abs(column.real) + xp.abs(column.imag) if a.dtype.kind == "c" else xp.abs(column)
-            p = j + xp.argmax(size, axis=1)
-            pivots[:, j] = p
-            swap = p != j
-            if swap.any():
-                r, q = rows[swap], p[swap]
-                a[r, j], a[r, q] = a[r, q], a[r, j].copy()
-                perm[r, j], perm[r, q] = perm[r, q], perm[r, j].copy()
-            if j + 1 < m:
-                pivot = a[:, j, j]
-                pivot = xp.where(pivot == 0, xp.ones((), a.dtype), pivot)  # a zero column stays zero
-                a[:, j + 1 :, j] /= pivot[:, None]
-                if j + 1 < j1:
-                    a[:, j + 1 :, j + 1 : j1] -= a[:, j + 1 :, j, None] * a[:, j, None, j + 1 : j1]
-        if j1 < n:
-            panel = a[:, j0:j1, j0:j1]
-            unit = xp.where(xp.tri(j1 - j0, dtype=bool), panel, zero)
-            unit[:, xp.arange(j1 - j0), xp.arange(j1 - j0)] = 1
-            a[:, j0:j1, j1:] = _lower_solve(xp, unit, a[:, j0:j1, j1:])
-            if j1 < m:
-                a[:, j1:, j1:] -= a[:, j1:, j0:j1] @ a[:, j0:j1, j1:]
+
+    def column(j: int) -> None:  # pivot, swap whole rows, scale the multipliers
+        col = a[:, j:, j]
+        size = xp.abs(col.real) + xp.abs(col.imag) if a.dtype.kind == "c" else xp.abs(col)
+        p = xp.argmax(size, axis=1)
+        p += j
+        pivots[:, j] = p
+        old = a[rows, j]
+        a[rows, j] = a[rows, p]
+        a[rows, p] = old
+        old = perm[rows, j]
+        perm[rows, j] = perm[rows, p]
+        perm[rows, p] = old
+        if j + 1 < m:
+            pivot = a[:, j, j]
+            pivot = xp.where(pivot == 0, xp.ones((), a.dtype), pivot)  # a zero column stays zero
+            a[:, j + 1 :, j] /= pivot[:, None]
+
+    def unit_lower(c0: int, c1: int):
+        t = xp.where(xp.tri(c1 - c0, dtype=bool), a[:, c0:c1, c0:c1], zero)
+        idx = xp.arange(c1 - c0)
+        t[:, idx, idx] = 1
+        return t
+
+    def factor(c0: int, c1: int) -> None:
+        # Columns c0:c1 (rows c0:) hold the Schur complement of the columns before c0.
+        if c1 - c0 <= _LU_LEAF:
+            for j in range(c0, c1):
+                column(j)
+                if j + 1 < c1:
+                    a[:, j + 1 :, j + 1 : c1] -= a[:, j + 1 :, j, None] * a[:, j, None, j + 1 : c1]
+            return
+        h = (c0 + c1) // 2
+        factor(c0, h)
+        a[:, c0:h, h:c1] = _lower_solve(xp, unit_lower(c0, h), a[:, c0:h, h:c1])
+        if h < m:
+            a[:, h:, h:c1] -= a[:, h:, c0:h] @ a[:, c0:h, h:c1]
+        factor(h, c1)
+
+    factor(0, k)
+    if n > k:
+        a[:, :k, k:] = _lower_solve(xp, unit_lower(0, k), a[:, :k, k:])
 
 
 def pivots_to_permutation(xp, pivots, permutation_size: int):
