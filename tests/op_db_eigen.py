@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from op_db import BOOL, INTEGER, SIXTY_FOUR_BIT, ALL, OpInfo, Sample, make_array, register
+from op_db import ALL, BOOL, INTEGER, SIXTY_FOUR_BIT, OpInfo, Sample, make_array, register
 
 import ember.numpy as enp
 import ember.scipy.linalg as esl
@@ -73,7 +73,7 @@ def _spread(rng, k: int, low: float, high: float) -> np.ndarray:
 
 
 def _integer_matrix(rng, shape, d) -> np.ndarray:
-    *batch, m, n = shape
+    m, n = shape[-2:]
     k = min(m, n)
     out = make_array(rng, shape, d, 0, 2).astype(np.int64)
     out[..., range(k), range(k)] += 4 * np.arange(1, k + 1)  # diagonally dominant, spread spectrum
@@ -229,7 +229,11 @@ def _np_eig_checks(x, left=True):
 
 
 def _eig_samples(rng, d):
-    return [Sample((_mat(rng, (3, 3), d),)), Sample((_mat(rng, (2, 4, 4), d),)), Sample((make_array(rng, (2, 2), d, 0.5, 3),))]
+    return [
+        Sample((_mat(rng, (3, 3), d),)),
+        Sample((_mat(rng, (2, 4, 4), d),)),
+        Sample((make_array(rng, (2, 2), d, 0.5, 3),)),
+    ]
 
 
 register(
@@ -316,8 +320,11 @@ def _np_scipy_eigh(x, lower=True, eigvals_only=False):
 
 
 def _scipy_eigh_samples(rng, d):
-    return [Sample((_herm(rng, (3, 3), d),)), Sample((_herm(rng, (2, 3, 3), d),), {"eigvals_only": True}),
-            Sample((_nonsymmetric(rng, (3, 3), d),), {"lower": False})]
+    return [
+        Sample((_herm(rng, (3, 3), d),)),
+        Sample((_herm(rng, (2, 3, 3), d),), {"eigvals_only": True}),
+        Sample((_nonsymmetric(rng, (3, 3), d),), {"lower": False}),
+    ]
 
 
 register(
@@ -478,7 +485,9 @@ def _lstsq_samples(rng, d):
 
 def _cond_samples(rng, d):
     return [Sample((_mat(rng, (3, 3), d), p)) for p in (None, 2, -2, "fro", "nuc", 1, -1, INF, -INF)] + [
-        Sample((_mat(rng, (2, 3, 4), d),)), Sample((_mat(rng, (4, 2), d), -2))]
+        Sample((_mat(rng, (2, 3, 4), d),)),
+        Sample((_mat(rng, (4, 2), d), -2)),
+    ]
 
 
 register(

@@ -42,7 +42,9 @@ def test_singular_value_gradients_are_finite_where_singular_values_repeat():
     np.testing.assert_allclose(ember.grad(lambda a: enp.linalg.norm(a, 2))(eye), np.eye(3) / 3, atol=1e-6)
     np.testing.assert_allclose(ember.grad(lambda a: enp.linalg.matrix_norm(a, ord=-2))(eye), np.eye(3) / 3, atol=1e-6)
     # All singular values zero: JAX gives I for the sum as well.
-    np.testing.assert_allclose(ember.grad(lambda a: enp.linalg.svdvals(a).sum())(enp.zeros((2, 2))), np.eye(2), atol=1e-6)
+    np.testing.assert_allclose(
+        ember.grad(lambda a: enp.linalg.svdvals(a).sum())(enp.zeros((2, 2))), np.eye(2), atol=1e-6
+    )
     # cond = s_max / s_min at I: d/dA = e1 e1^T - e3 e3^T in LAPACK's basis; finite, traceless.
     g = np.asarray(ember.grad(enp.linalg.cond)(eye))
     assert _finite(g) and np.isclose(np.trace(g), 0, atol=1e-6)
@@ -180,7 +182,9 @@ def test_full_matrices_svd_of_a_non_square_matrix_has_no_derivative():
         ember.grad(lambda a: enp.linalg.svd(a)[0].sum())(enp.ones((3, 2)))
     # As in JAX; the singular values alone (compute_uv=False, svdvals) and the reduced factors are differentiable.
     a = enp.asarray([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
-    np.testing.assert_allclose(ember.grad(lambda a: enp.linalg.svd(a, compute_uv=False).sum())(a), [[1, 0], [0, 1], [0, 0]])
+    np.testing.assert_allclose(
+        ember.grad(lambda a: enp.linalg.svd(a, compute_uv=False).sum())(a), [[1, 0], [0, 1], [0, 0]]
+    )
     assert _finite(ember.grad(lambda a: enp.linalg.svd(a, full_matrices=False)[0].sum())(a))
 
 
@@ -218,8 +222,8 @@ def test_nan_input_gives_nan_not_an_error():
 def test_lstsq_residuals():
     a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], np.float32)
     b = np.array([1.0, 2.0, 4.0], np.float32)
-    x, res, rank, s = enp.linalg.lstsq(a, b)
-    nx, nres, nrank, ns = np.linalg.lstsq(a, b)
+    x, res, rank, _ = enp.linalg.lstsq(a, b)
+    nx, nres, nrank, _ = np.linalg.lstsq(a, b)
     np.testing.assert_allclose(x, nx, rtol=1e-5)
     np.testing.assert_allclose(res, nres, rtol=1e-5)
     assert int(rank) == nrank and res.shape == (1,)

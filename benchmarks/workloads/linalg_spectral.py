@@ -48,7 +48,9 @@ def _numpy_grad(a, c, wt):
 
 
 def _register(gradient: bool) -> None:
-    title = ("grad of sum(C * w) + sum(W * v**2), (w, v) = eigh(A)" if gradient else "eigh(A)") + f", f64[{BATCH},{N},{N}]"
+    title = (
+        "grad of sum(C * w) + sum(W * v**2), (w, v) = eigh(A)" if gradient else "eigh(A)"
+    ) + f", f64[{BATCH},{N},{N}]"
 
     @workload(f"{'grad_' if gradient else ''}eigh_{BATCH}x{N}", family="linalg", target=3.0 if gradient else 1.2,
               rtol=1e-6, atol=1e-8, description=title)  # fmt: skip
@@ -91,7 +93,7 @@ def _register(gradient: bool) -> None:
         if env.jnp is not None:
             jax, jnp = env.jax, env.jnp
             try:  # JAX >= 0.7: jax.enable_x64(True); before: jax.experimental.enable_x64()
-                enable_x64 = lambda: jax.enable_x64(True)  # noqa: E731
+                enable_x64 = lambda: jax.enable_x64(True)
                 enable_x64()
             except (AttributeError, TypeError):
                 from jax.experimental import enable_x64

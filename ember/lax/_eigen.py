@@ -91,7 +91,9 @@ def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True, sor
     """
     _unsupported("eigh", subset_by_index=subset_by_index)
     if not sort_eigenvalues:
-        raise InvalidArgumentError("eigh: eigenvalues always come sorted in ember (ascending); pass sort_eigenvalues=True")
+        raise InvalidArgumentError(
+            "eigh: eigenvalues always come sorted in ember (ascending); pass sort_eigenvalues=True"
+        )
     x = _one("eigh", x)
     eg._check_matrix("eigh", x.aval, square=True)
     if symmetrize_input:
@@ -126,4 +128,3 @@ def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True, compute_right_e
     _unsupported("eig", use_magma=use_magma)
     return eg.eig_p.bind(_one("eig", x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
                          compute_right_eigenvectors=bool(compute_right_eigenvectors))  # fmt: skip
-

@@ -99,7 +99,9 @@ eigh_p.abstract_eval = _eigh_rule
 eig_p = Primitive("eig", multiple_results=True)
 
 
-def _eig_rule(x: ShapedArray, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool) -> list[ShapedArray]:
+def _eig_rule(
+    x: ShapedArray, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool
+) -> list[ShapedArray]:
     _check_matrix("eig", x, square=True)
     _check_flags("eig", compute_left_eigenvectors=compute_left_eigenvectors,
                  compute_right_eigenvectors=compute_right_eigenvectors)  # fmt: skip
@@ -113,13 +115,13 @@ eig_p.abstract_eval = _eig_rule
 
 # --- helpers for the rules (primitives only) ---------------------------------------------------
 
-from ember.core.ad import Zero  # noqa: E402
-from ember.core.array import wrap  # noqa: E402
-from ember.core.primitives import bitwise as _bw  # noqa: E402
-from ember.core.primitives import elementwise as _ew  # noqa: E402
-from ember.core.primitives import reduction as _rd  # noqa: E402
-from ember.core.primitives import structural as _st  # noqa: E402
-from ember.core.primitives.contraction import dot_general_p  # noqa: E402
+from ember.core.ad import Zero
+from ember.core.array import wrap
+from ember.core.primitives import bitwise as _bw
+from ember.core.primitives import elementwise as _ew
+from ember.core.primitives import reduction as _rd
+from ember.core.primitives import structural as _st
+from ember.core.primitives.contraction import dot_general_p
 
 
 def _is_complex(x) -> bool:
@@ -308,7 +310,7 @@ eig_p.jvp = _eig_jvp
 # --- batching rules ----------------------------------------------------------------------------
 # The primitives already map over leading axes: the vmap axis goes in front, and stays there.
 
-from ember.core.batching import move_axis  # noqa: E402
+from ember.core.batching import move_axis
 
 
 def _front_batch(prim: Primitive):

@@ -31,25 +31,25 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import eigen as eg
 from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
-from ember import lax
 from ember.lax import _eigen as lax_eigen
 from ember.lax import linalg as _lax_linalg  # noqa: F401  (makes ember.lax.linalg an attribute of ember.lax)
 from ember.lax._convert import convert
-from ember.transforms.custom import custom_jvp
 from ember.numpy._contract import matmul
 from ember.numpy._core import ArrayLike, asarray, check_arraylike, promote_inexact
+from ember.numpy._creation import zeros
 from ember.numpy._reductions import any as _any
 from ember.numpy._reductions import max as _max
 from ember.numpy._reductions import min as _min
 from ember.numpy._reductions import sum as _sum
-from ember.numpy._creation import zeros
 from ember.numpy._shape import broadcast_to, expand_dims, moveaxis, reshape, swapaxes
 from ember.numpy._ufuncs import abs as _abs
 from ember.numpy._ufuncs import conj, isnan, logical_and, logical_not, not_equal, real, sqrt, where
+from ember.transforms.custom import custom_jvp
 
 __all__ = ["cond", "eig", "eigh", "eigvals", "eigvalsh", "lstsq", "matrix_norm", "matrix_rank", "norm", "pinv", "svd",
            "svdvals", "vector_norm"]  # fmt: skip
@@ -120,7 +120,9 @@ def _eye_like(n: int, x: Array) -> Array:
 # --- decompositions -------------------------------------------------------------------------
 
 
-def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> SVDResult | Array:
+def svd(
+    a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
+) -> SVDResult | Array:
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` of the last two axes.
 
     Args:
@@ -334,12 +336,14 @@ def _axes(op: str, axis, ndim: int) -> tuple[int, ...]:
 
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         axis = (axis,)
-    if not isinstance(axis, tuple) or not all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis):
+    if not isinstance(axis, tuple) or not all(
+        isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis
+    ):
         raise ArgumentTypeError(f"{op}: axis must be None, an int or a tuple of ints, got {axis!r}")
     return tuple(normalize_axis(op, int(a), ndim) for a in axis)
 
 
-def norm(x: ArrayLike, ord: int | float | str | None = None, axis: int | tuple[int, ...] | None = None,
+def norm(x: ArrayLike, ord: float | str | None = None, axis: int | tuple[int, ...] | None = None,
          keepdims: bool = False) -> Array:  # fmt: skip
     """Matrix or vector norm, as NumPy's (every `ord` it accepts).
 
@@ -377,12 +381,14 @@ def norm(x: ArrayLike, ord: int | float | str | None = None, axis: int | tuple[i
         return _vector_norm(op, v, axes, ord, keepdims)
     if len(axes) == 2:
         return _matrix_norm(op, v, axes[0], axes[1], ord, keepdims)
-    raise InvalidArgumentError(f"norm: improper number of axes {axes} for {v.dtype}{v.shape} (ord={ord!r}): a norm "
-                               "is over one axis (vector) or two (matrix); for the 2-norm of everything pass ord=None")
+    raise InvalidArgumentError(
+        f"norm: improper number of axes {axes} for {v.dtype}{v.shape} (ord={ord!r}): a norm "
+        "is over one axis (vector) or two (matrix); for the 2-norm of everything pass ord=None"
+    )
 
 
 def vector_norm(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
-                ord: int | float = 2) -> Array:  # fmt: skip
+                ord: float = 2) -> Array:  # fmt: skip
     """Vector norm over `axis` (all axes by default, flattened), as the array API's vector_norm.
 
     Args:
@@ -405,7 +411,7 @@ def vector_norm(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None, k
     return _vector_norm(op, v, axes, ord, keepdims)
 
 
-def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> Array:
+def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str | None = "fro") -> Array:
     """Matrix norm over the last two axes, as the array API's matrix_norm (ords as `norm`'s for matrices).
 
     Args:
@@ -562,7 +568,9 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond=None, *, numpy_resid: bool = False) 
     check_arraylike("lstsq", a, b)
     x, y = promote_inexact("lstsq", asarray(a), asarray(b))
     if x.ndim != 2 or y.ndim not in (1, 2):
-        raise ShapeError(f"lstsq: needs a of rank 2 and b of rank 1 or 2, got a {x.dtype}{x.shape} and b {y.dtype}{y.shape}")
+        raise ShapeError(
+            f"lstsq: needs a of rank 2 and b of rank 1 or 2, got a {x.dtype}{x.shape} and b {y.dtype}{y.shape}"
+        )
     if x.shape[0] != y.shape[0]:
         raise ShapeError(f"lstsq: a {x.dtype}{x.shape} and b {y.dtype}{y.shape} differ in their number of rows (M)")
     x = _matrix("lstsq", x)
