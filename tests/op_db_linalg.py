@@ -194,9 +194,20 @@ def _solve_samples(rng, d):
     return [Sample((_invertible(rng, a, d), make_array(rng, b, d))) for a, b in pairs]
 
 
+def _pivoting(rng, shape, d):
+    """Matrices that need row swaps and may have negative determinants, yet are well conditioned (float
+    rounding of det stays near eps): Q diag(+-[0.5, 2]) for a random unitary Q. Integers: random entries."""
+    if np.dtype(d).kind not in "fc":
+        return make_array(rng, shape, d)
+    z = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if np.dtype(d).kind == "c" else 0)
+    q = np.linalg.qr(z)[0]
+    scale = rng.uniform(0.5, 2.0, shape[:-1]) * rng.choice([-1.0, 1.0], shape[:-1])
+    return (q * scale[..., None, :]).astype(d)
+
+
 def _det_samples(rng, d):
     out = [Sample((_invertible(rng, s, d),)) for s in SQUARE]
-    out.append(Sample((make_array(rng, (2, 3, 3), d),)))
+    out.append(Sample((_pivoting(rng, (2, 3, 3), d),)))
     if np.dtype(d) != np.bool_:
         out.append(Sample((np.zeros((3, 3), d),)))  # singular: 0, and (0, -inf) for slogdet
     return out
@@ -204,7 +215,7 @@ def _det_samples(rng, d):
 
 def _det_ad_samples(rng, d):  # det is a polynomial: its derivative (the adjugate) is finite at singular matrices too
     singular = np.arange(1.0, 10.0).reshape(3, 3).astype(d)  # rank 2
-    return [Sample((_invertible(rng, s, d),)) for s in SQUARE[:3]] + [Sample((make_array(rng, (2, 3, 3), d),)),
+    return [Sample((_invertible(rng, s, d),)) for s in SQUARE[:3]] + [Sample((_pivoting(rng, (2, 3, 3), d),)),
                                                                        Sample((singular,))]
 
 
