@@ -107,6 +107,19 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_nan():
     assert np.isnan(out[1]).all()
 
 
+def test_cholesky_symmetrizes_or_reads_the_lower_triangle():
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 4))
+    spd = x @ x.transpose(0, 2, 1) + 4 * np.eye(4)
+    skewed = spd + np.triu(rng.standard_normal((4, 4)), 1)  # not symmetric: the upper triangle differs
+    with ember.config.x64(True):
+        np.testing.assert_allclose(np.asarray(enp.linalg.cholesky(skewed)),
+                                   np.linalg.cholesky((skewed + skewed.transpose(0, 2, 1)) / 2), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(enp.linalg.cholesky(skewed, symmetrize_input=False)),
+                                   np.linalg.cholesky(skewed), rtol=1e-12)
+        np.testing.assert_array_equal(np.asarray(enp.linalg.cholesky(spd)), np.linalg.cholesky(spd))
+
+
 def test_large_stacks_do_not_hang():
     a = np.random.default_rng(0).standard_normal((64, 40, 40))
     a[::2] = 0.0

@@ -71,9 +71,11 @@ class _NumPyLapack:
         c = a.dtype.char
         return f"{c * n_in}->{c}"
 
-    def cholesky(self, a):
+    def cholesky(self, a, *, symmetrize_input):
         if a.size == 0:
             return np.zeros_like(a)
+        if symmetrize_input:
+            a = _symmetrized(np, a)
         if self._g is None:
             return _per_matrix(np.linalg.cholesky, a)
         with np.errstate(all="ignore"):
@@ -106,8 +108,10 @@ class _ModuleLapack:
     def __init__(self, xp: ModuleType) -> None:
         self.xp = xp
 
-    def cholesky(self, a):
-        return self.xp.linalg.cholesky(a) if a.size else self.xp.zeros_like(a)
+    def cholesky(self, a, *, symmetrize_input):
+        if not a.size:
+            return self.xp.zeros_like(a)
+        return self.xp.linalg.cholesky(_symmetrized(self.xp, a) if symmetrize_input else a)
 
     def inv(self, a):
         return self.xp.linalg.inv(a) if a.size else self.xp.zeros_like(a)
@@ -117,6 +121,18 @@ class _ModuleLapack:
 
     def qr(self, a, full_matrices: bool):
         return _qr(self.xp, a, full_matrices)
+
+
+def _symmetrized(xp, a):
+    """(a + a^H) / 2: `a` itself when it is exactly Hermitian (the same bits: a + a = 2a and the halving
+    are exact), which the comparison finds without writing a new matrix (a fresh one costs its page faults)."""
+    h = xp.swapaxes(a, -1, -2)
+    h = xp.conj(h) if a.dtype.kind == "c" else h
+    if bool(xp.all(a == h)):
+        return a
+    out = xp.add(a, h)
+    out *= 0.5
+    return out
 
 
 def _qr(xp, a, full_matrices: bool):

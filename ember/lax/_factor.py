@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ember.core import dtypes
 from ember.core.array import Array
-from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import linalg as _la
 from ember.core.primitives import structural as _st
 from ember.errors import InvalidArgumentError, ShapeError
@@ -18,12 +17,6 @@ from ember.lax._convert import operands
 __all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "qr", "triangular_solve"]
 
 ArrayLike = Array | float | int | complex
-
-
-def _mH(x: Array) -> Array:
-    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
-    xt = _st.transpose_p.bind(x, permutation=perm)
-    return _ew.conj_p.bind(xt) if dtypes.is_complex(x.dtype) else xt
 
 
 def _bool(op: str, name: str, value) -> bool:
@@ -47,10 +40,7 @@ def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
     [[2.0, 0.0], [1.0, 2.0]]
     """
     (x,) = operands("cholesky", (x,))
-    if symmetrize_input and x.ndim >= 2 and x.shape[-1] == x.shape[-2] and dtypes.is_inexact(x.dtype):
-        half = _ew.mul_p.bind(_ew.add_p.bind(x, _mH(x)), operands("cholesky", (x, 0.5))[1])
-        x = half
-    return _la.cholesky_p.bind(x)
+    return _la.cholesky_p.bind(x, symmetrize_input=_bool("cholesky", "symmetrize_input", symmetrize_input))
 
 
 def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False, lower: bool = False,

@@ -48,12 +48,14 @@ def _bool_param(op: str, **params) -> None:
 
 # --- cholesky ----------------------------------------------------------------------------------
 
-# cholesky(a): the lower-triangular L with a = L L^H, reading a's lower triangle (NaN where a is not
-# positive definite).
+# cholesky(a, symmetrize_input): the lower-triangular L with a = L L^H (NaN where a is not positive
+# definite), of (a + a^H) / 2 when symmetrize_input (as JAX's wrapper: derivatives then see a symmetric
+# input; the kernel does it in one pass), else of a's lower triangle.
 cholesky_p = Primitive("cholesky")
 
 
-def _cholesky_rule(a: ShapedArray) -> ShapedArray:
+def _cholesky_rule(a: ShapedArray, *, symmetrize_input) -> ShapedArray:
+    _bool_param("cholesky", symmetrize_input=symmetrize_input)
     _matrices("cholesky", a, square=True)
     return a
 
@@ -257,13 +259,15 @@ def _tsolve(a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_
 # --- differentiation rules -----------------------------------------------------------------------------
 
 
-def _cholesky_jvp(primals, tangents):
+def _cholesky_jvp(primals, tangents, *, symmetrize_input):
     # L' = L phi(L^-1 A' L^-H), phi = the lower triangle with its diagonal halved (Murray 2016,
-    # arXiv:1602.07527); A' is taken symmetric, as the wrappers symmetrize the input.
+    # arXiv:1602.07527); A' is taken symmetric (it is, when the input is symmetrized).
     (a,), (t,) = primals, tangents
-    L = cholesky_p.bind(a)
+    L = cholesky_p.bind(a, symmetrize_input=symmetrize_input)
     if type(t) is Zero:
         return L, Zero(L.aval)
+    if symmetrize_input:
+        t = _ew.mul_p.bind(_ew.add_p.bind(t, _H(t)), wrap(np.asarray(0.5, t.dtype), False))
     inner = _tsolve(L, _tsolve(L, t, lower=True, transpose_a=True, conjugate_a=True), left_side=True, lower=True)
     n = a.shape[-1]
     phi = _ew.mul_p.bind(inner, _constant(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), a.dtype, a.shape))

@@ -252,9 +252,7 @@ def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True
     [[2.0, 0.0], [1.0, 2.0]]
     """
     x = _square("cholesky", a)
-    if symmetrize_input:
-        x = (x + _mH(x)) * 0.5
-    lower = _la.cholesky_p.bind(x)
+    lower = _la.cholesky_p.bind(x, symmetrize_input=bool(symmetrize_input))
     return _mH(lower) if upper else lower
 
 
