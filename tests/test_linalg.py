@@ -120,6 +120,16 @@ def test_cholesky_symmetrizes_or_reads_the_lower_triangle():
         np.testing.assert_array_equal(np.asarray(enp.linalg.cholesky(spd)), np.linalg.cholesky(spd))
 
 
+def test_empty_matrices():
+    empty = np.zeros((0, 0))
+    assert float(enp.linalg.det(empty)) == 1.0 and tuple(map(float, enp.linalg.slogdet(empty))) == (1.0, 0.0)
+    assert ember.grad(enp.linalg.det)(empty).shape == (0, 0)
+    assert enp.linalg.inv(np.zeros((2, 0, 0))).shape == (2, 0, 0)
+    assert enp.linalg.solve(empty, np.zeros(0)).shape == (0,)
+    assert esl.expm(empty).shape == (0, 0) and esl.lu_solve(esl.lu_factor(empty), np.zeros(0)).shape == (0,)
+    np.testing.assert_array_equal(np.asarray(enp.linalg.qr(np.zeros((3, 0)), mode="complete")[0]), np.eye(3))
+
+
 def test_large_stacks_do_not_hang():
     a = np.random.default_rng(0).standard_normal((64, 40, 40))
     a[::2] = 0.0

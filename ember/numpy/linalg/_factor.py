@@ -187,8 +187,8 @@ def _cofactor_solve(a: Array, b: Array) -> tuple[Array, Array]:
     from ember.numpy._take import take_along_axis
 
     n = a.shape[-1]
-    if n == 1:
-        return a[..., 0, 0], b
+    if n <= 1:  # adj of a 1x1 matrix is 1; of a 0x0 one, empty
+        return (a[..., 0, 0] if n else _det_of_square(a)), b
     lu, pivots, perm = _la.lu_p.bind(a)
     diag, sign = _lu_diagonal(a, (lu, pivots))
     partial = cumprod(diag, axis=-1) * sign[..., None]
