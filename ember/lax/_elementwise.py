@@ -199,7 +199,7 @@ def conj(x: ArrayLike) -> Array:
     """
     (x,) = operands("conj", (x,))
     if dtypes.is_floating(x.dtype):
-        x = convert(x, dtypes.complex_dtype(x.dtype))
+        x = convert(x, dtypes.complex_dtype(x.dtype), x.weak_type)  # JAX's conj of a weak float is weak
     return ew.conj_p.bind(x)
 
 

@@ -206,7 +206,8 @@ def _dynamic_update_slice_rule(operand: ShapedArray, update: ShapedArray, *start
         raise DTypeError(f"dynamic_update_slice: update {describe(update)} must have the operand's dtype {operand.dtype}")
     if update.ndim != operand.ndim or any(u > n for u, n in zip(update.shape, operand.shape)):
         raise ShapeError(f"dynamic_update_slice: update {describe(update)} does not fit in operand {describe(operand)}")
-    return operand
+    # JAX's standard rule: weak only when every operand is, the start indices included
+    return ShapedArray(operand.shape, operand.dtype, all(a.weak_type for a in (operand, update, *starts)))
 
 
 dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_rule

@@ -9,13 +9,13 @@ from ember.core.primitives._rules import BOOL_OR_INT, NUMERIC, REAL, DTypes, che
 from ember.errors import DTypeError, ShapeError
 
 
-def _reducer(name: str, allowed: DTypes) -> Primitive:
+def _reducer(name: str, allowed: DTypes, keeps_weak: bool = True) -> Primitive:
     prim = Primitive(name)
 
     def rule(x: ShapedArray, *, axes) -> ShapedArray:
         check_dtype(name, x, allowed)
         axes = check_axes(name, axes, x.ndim)
-        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in axes), x.dtype, x.weak_type)
+        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in axes), x.dtype, keeps_weak and x.weak_type)
 
     prim.abstract_eval = rule
     return prim
@@ -25,8 +25,9 @@ reduce_sum_p = _reducer("reduce_sum", NUMERIC)
 reduce_prod_p = _reducer("reduce_prod", NUMERIC)
 reduce_max_p = _reducer("reduce_max", REAL)  # empty reductions give -inf / the dtype's minimum
 reduce_min_p = _reducer("reduce_min", REAL)
-reduce_and_p = _reducer("reduce_and", BOOL_OR_INT)
-reduce_or_p = _reducer("reduce_or", BOOL_OR_INT)
+# As JAX's, the logical reductions give strong results (their weak-type rule strips it).
+reduce_and_p = _reducer("reduce_and", BOOL_OR_INT, keeps_weak=False)
+reduce_or_p = _reducer("reduce_or", BOOL_OR_INT, keeps_weak=False)
 
 
 def _arg_reducer(name: str) -> Primitive:

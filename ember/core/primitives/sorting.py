@@ -56,7 +56,8 @@ def _top_k_rule(x: ShapedArray, *, k: int) -> list[ShapedArray]:
             f"top_k: k must be an int from 0 to the size of the last axis ({x.shape[-1]}) of {describe(x)}, got {k!r}"
         )
     shape = (*x.shape[:-1], k)
-    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32, False)]
+    # JAX's rule gives both outputs the operand's weak type (the indices too)
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32, x.weak_type)]
 
 
 top_k_p.abstract_eval = _top_k_rule
