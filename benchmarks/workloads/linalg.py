@@ -103,7 +103,13 @@ def _register(name: str, gradient: bool) -> None:
             impls["torch"] = run_torch
         if env.jnp is not None:
             jax, jnp = env.jax, env.jnp
-            from jax.experimental import enable_x64
+
+            def enable_x64():  # JAX >= 0.7: jax.enable_x64(True); before: jax.experimental.enable_x64()
+                if hasattr(jax, "enable_x64"):
+                    return jax.enable_x64(True)
+                from jax.experimental import enable_x64 as old_name
+
+                return old_name()
 
             with enable_x64():
                 ja, jb, jw = jnp.asarray(x), jnp.asarray(b), jnp.asarray(w)
