@@ -49,7 +49,7 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Arr
     """An array of `shape` filled with `fill_value` (its dtype, unless `dtype` is given).
 
     >>> enp.full((2,), 7)
-    Array([7, 7], dtype=int32)
+    Array([7, 7], dtype=int32, weak_type=True)
     """
     check_device("full", device)
     shape = _shape(shape, "full")
@@ -58,9 +58,7 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Arr
         from ember.numpy._shape import broadcast_to
 
         return broadcast_to(value, shape)
-    if dtype is None and value.weak_type:
-        value = convert(value, value.dtype, False)
-    return lax.broadcast_in_dim(value, shape, ())
+    return lax.broadcast_in_dim(value, shape, ())  # JAX's: a weak fill value with no dtype gives a weak array
 
 
 def zeros(shape: Shape, dtype=None, *, device=None) -> Array:
@@ -98,7 +96,7 @@ def _like(name: str, value):
         check_device(name, device)
         x = a if isinstance(a, Array) else asarray(a)
         target = dtype_arg(dtype) or x.dtype
-        return full(x.shape if shape is None else shape, value(target), target)
+        return _weak_like(full(x.shape if shape is None else shape, value(target), target), x, dtype)
 
     fn.__name__ = fn.__qualname__ = name
     v = int(value(np.dtype("int32")))
@@ -120,7 +118,12 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | No
     """
     check_device("full_like", device)
     x = asarray(a)
-    return full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype)
+    return _weak_like(full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype), x, dtype)
+
+
+def _weak_like(out: Array, a: Array, dtype) -> Array:
+    # JAX's full_like: with no dtype given, the result has `a`'s weak type.
+    return convert(out, out.dtype, True) if dtype is None and a.weak_type else out
 
 
 def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | None = None, dtype=None, *,
