@@ -80,15 +80,8 @@ def jax_weak_flags(name: str, operands_weak: list[bool], has_scalar_operand: boo
 # Each is a strict xfail: the cell fails loudly once the function follows JAX, so the entry leaves
 # this list. The owner is the module whose constants or conversions decide the flag.
 KNOWN_DIFFERENCES = {
-    "enp.floor_divide": "strong constants in _ufuncs._float_divmod (JAX: weak)",
-    "enp.remainder": "strong constants in _ufuncs._float_divmod (JAX: weak)",
-    "enp.divmod": "strong constants in _ufuncs._float_divmod (JAX: weak)",
     "enp.copysign": "_math._copysign's bit constants are strong (JAX: weak)",
     "enp.modf": "_math.modf's fractional part goes through _copysign (JAX: weak)",
-    "enp.logical_and": "_ufuncs._to_bool compares with a strong zero (JAX: weak)",
-    "enp.logical_or": "_ufuncs._to_bool compares with a strong zero (JAX: weak)",
-    "enp.logical_xor": "_ufuncs._to_bool compares with a strong zero (JAX: weak)",
-    "enp.logical_not": "_ufuncs._to_bool compares with a strong zero (JAX: weak)",
     "enp.iscomplex": "_math builds the answer from a strong constant (JAX: weak)",
     "enp.isreal": "_math builds the answer from a strong constant (JAX: weak)",
     "enp.imag": "_math.imag of a real array is a strong zeros array (JAX: weak)",

@@ -13,7 +13,7 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError
@@ -254,6 +254,13 @@ def _zero(x: Array) -> Array:
     return lax.full((), 0, x.dtype)
 
 
+def _filled(x: Array, value) -> Array:
+    # x's shape, dtype and weak type: JAX's constants in floor_divide, remainder and the logical
+    # functions keep a Python scalar's weak type (floor_divide(3.0, 2.0) is weak, as in JAX).
+    c = wrap(np.asarray(value, x.dtype), x.weak_type)
+    return c if x.shape == () else lax.broadcast_in_dim(c, x.shape, ())
+
+
 def _broadcast_all(*xs: Array, op: str = "broadcast_arrays") -> list[Array]:
     from ember.core.primitives._rules import broadcast_shapes
     from ember.numpy._shape import broadcast_to
@@ -268,16 +275,16 @@ def _broadcast_all(*xs: Array, op: str = "broadcast_arrays") -> list[Array]:
 def _float_divmod(x1: Array, x2: Array) -> tuple[Array, Array]:
     # NumPy's npy_divmod: take fmod, fix its sign to follow x2, then floor the exact quotient.
     x1, x2 = _broadcast_all(x1, x2)
-    zero = lax.full(x1.shape, 0, x1.dtype)
+    zero = _filled(x1, 0)
     mod = ew.rem_p.bind(x1, x2)
     div = ew.div_p.bind(ew.sub_p.bind(x1, mod), x2)
     wrong_sign = bw.and_p.bind(bw.ne_p.bind(mod, zero), bw.ne_p.bind(bw.lt_p.bind(x2, zero), bw.lt_p.bind(mod, zero)))
     mod = ew.select_n_p.bind(wrong_sign, mod, ew.add_p.bind(mod, x2))
-    div = ew.select_n_p.bind(wrong_sign, div, ew.sub_p.bind(div, lax.full(x1.shape, 1, x1.dtype)))
+    div = ew.select_n_p.bind(wrong_sign, div, ew.sub_p.bind(div, _filled(x1, 1)))
     mod = ew.select_n_p.bind(bw.eq_p.bind(mod, zero), mod, _copysign(zero, x2))
     floordiv = ew.floor_p.bind(div)
-    half = lax.full(x1.shape, 0.5, x1.dtype)
-    floordiv = ew.select_n_p.bind(bw.gt_p.bind(ew.sub_p.bind(div, floordiv), half), floordiv, ew.add_p.bind(floordiv, lax.full(x1.shape, 1, x1.dtype)))
+    half = _filled(x1, 0.5)
+    floordiv = ew.select_n_p.bind(bw.gt_p.bind(ew.sub_p.bind(div, floordiv), half), floordiv, ew.add_p.bind(floordiv, _filled(x1, 1)))
     exact_zero = bw.eq_p.bind(div, zero)
     floordiv = ew.select_n_p.bind(exact_zero, floordiv, _copysign(zero, ew.div_p.bind(x1, x2)))
     by_zero = bw.eq_p.bind(x2, zero)
@@ -367,7 +374,7 @@ greater_equal = _ordering("greater_equal", bw.ge_p)
 
 def _to_bool(name: str, x) -> Array:
     (x,) = promote_args(name, x)
-    return x if x.dtype == dtypes.bool_ else bw.ne_p.bind(x, _zero(x))
+    return x if x.dtype == dtypes.bool_ else bw.ne_p.bind(x, _filled(x, 0))
 
 
 def _logical(name: str, prim):
