@@ -48,8 +48,9 @@ def _select(pred: Array, on_true: Array, on_false: Array) -> Array:
     return ew.select_n_p.bind(pred, on_false, on_true)
 
 
-def _falses(x: Array, value: bool = False) -> Array:
-    return lax.full(x.shape, value, dtypes.bool_)
+def _falses(x: Array, value: bool = False, weak: bool = False) -> Array:
+    c = wrap(np.asarray(value), weak)
+    return c if x.shape == () else lax.broadcast_in_dim(c, x.shape, ())
 
 
 def _no_complex(op: str, x: Array) -> None:
@@ -651,7 +652,7 @@ def _isinf_signed(name: str, value: float) -> Callable:
         _no_complex(name, x)
         if not dtypes.is_floating(x.dtype):
             return _falses(x)
-        return bw.eq_p.bind(x, _const(x, value))
+        return bw.eq_p.bind(x, lax.full((), value, x.dtype))  # a strong constant: JAX's isposinf(2.0) is strong
 
     fn.__name__ = fn.__qualname__ = name
     return _doc(fn, f"Whether x is {'+' if value > 0 else '-'}inf (always False for integers).", "enp.asarray([1.0, float('inf'), -float('inf')])")
@@ -669,7 +670,7 @@ def iscomplex(x: ArrayLike, /) -> Array:
     """
     (x,) = promote_args("iscomplex", x)
     if not dtypes.is_complex(x.dtype):
-        return _falses(x)
+        return _falses(x, False, x.weak_type)  # JAX compares weak zeros: weak for a Python scalar
     im = ew.imag_p.bind(x)
     return bw.ne_p.bind(im, _const(im, 0))
 
@@ -682,7 +683,7 @@ def isreal(x: ArrayLike, /) -> Array:
     """
     (x,) = promote_args("isreal", x)
     if not dtypes.is_complex(x.dtype):
-        return _falses(x, True)
+        return _falses(x, True, x.weak_type)
     im = ew.imag_p.bind(x)
     return bw.eq_p.bind(im, _const(im, 0))
 

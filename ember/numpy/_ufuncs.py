@@ -507,7 +507,7 @@ def imag(val: ArrayLike, /) -> Array:
     Array([2.], dtype=float32)
     """
     (x,) = promote_args("imag", val)
-    return ew.imag_p.bind(x) if dtypes.is_complex(x.dtype) else lax.full(x.shape, 0, x.dtype)
+    return ew.imag_p.bind(x) if dtypes.is_complex(x.dtype) else _filled(x, 0)
 
 
 def conjugate(x: ArrayLike, /) -> Array:
