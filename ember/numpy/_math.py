@@ -139,7 +139,8 @@ def _scaled_log(name: str, base: float) -> Callable:
         if dtypes.is_complex(x.dtype):  # scale both parts, as NumPy (a complex division would turn -inf into NaN)
             re, im = ew.real_p.bind(log), ew.imag_p.bind(log)
             return ew.complex_p.bind(ew.mul_p.bind(re, _const(re, 1 / np.log(base))), ew.mul_p.bind(im, _const(im, 1 / np.log(base))))
-        return _back(ew.mul_p.bind(log, _const(log, 1 / np.log(base))), x)
+        scale = wrap(np.asarray(1 / np.log(base), log.dtype), False)  # strong, as JAX's: log2(2.0) is strong
+        return _back(ew.mul_p.bind(log, scale), x)
 
     fn.__name__ = fn.__qualname__ = name
     return _doc(fn, f"The base-{base:g} logarithm, elementwise.", "enp.asarray([1.0, 8.0])")
@@ -721,7 +722,7 @@ def angle(z: ArrayLike, deg: bool = False) -> Array:
     if dtypes.is_complex(z.dtype):
         re, im = ew.real_p.bind(z), ew.imag_p.bind(z)
     else:
-        re, im = z, _const(z, 0)
+        re, im = z, wrap(np.zeros((), z.dtype), False)  # strong, as JAX's angle of a real number
     out = ew.atan2_p.bind(*_broadcast_all(_work(im), _work(re)))
     if deg:
         out = ew.mul_p.bind(out, _const(out, 180 / np.pi))
@@ -742,6 +743,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float 
         parts = (nan_to_num(part.bind(x), nan=nan, posinf=posinf, neginf=neginf) for part in (ew.real_p, ew.imag_p))
         return ew.complex_p.bind(*parts)
     info = dtypes.finfo(x.dtype)
+    x = lax.convert_element_type(x, x.dtype) if x.weak_type else x  # JAX's result is strong
     out = _select(isnan(x), _const(x, nan), x)
     out = _select(bw.eq_p.bind(out, _const(x, np.inf)), _const(x, info.max if posinf is None else posinf), out)
     return _select(bw.eq_p.bind(out, _const(x, -np.inf)), _const(x, info.min if neginf is None else neginf), out)
