@@ -168,6 +168,7 @@ class custom_jvp(_Decorated):
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)
         self.jvp: Callable | None = None
+        self._symbolic_zeros: set[int] = set()
 
     def defjvp(self, jvp: Callable) -> Callable:
         """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``.
@@ -194,13 +195,15 @@ class custom_jvp(_Decorated):
         def jvp(primals, tangents):
             primal_out = self(*primals)
             total = None
+            symbolic = self._symbolic_zeros  # ids of the tangents that stand for symbolic zeros
             for rule, t in zip(jvps, tangents, strict=False):
-                if rule is None:
-                    continue
+                if rule is None or all(id(leaf) in symbolic for leaf in tree_flatten(t)[0]):
+                    continue  # a zero tangent contributes nothing (and meets no infinite slope)
                 part = rule(t, primal_out, *primals)
                 total = part if total is None else tree_map(lambda a, b: a + b, total, part)
             if total is None:
                 total = tree_map(lambda p: zeros(p.aval) if isinstance(p, Array) else 0.0 * p, primal_out)
+                symbolic.update(id(leaf) for leaf in tree_flatten(total)[0])
             return primal_out, total
 
         self.defjvp(jvp)
@@ -214,7 +217,13 @@ class custom_jvp(_Decorated):
 
         def flat_jvp(primals: list, tangents: list) -> tuple[list, list]:
             user_tangents = [_user_tangent(t, p.aval) for t, p in zip(tangents, primals)]
-            out = self.jvp(*nondiff, tree_unflatten(in_tree, primals), tree_unflatten(in_tree, user_tangents))
+            # Rules see zeros, but defjvps's rules skip those that were symbolic and hand back symbolic zeros.
+            outer, self._symbolic_zeros = self._symbolic_zeros, {id(u) for u, t in zip(user_tangents, tangents) if type(t) is Zero}
+            try:
+                out = self.jvp(*nondiff, tree_unflatten(in_tree, primals), tree_unflatten(in_tree, user_tangents))
+                symbolic = self._symbolic_zeros
+            finally:
+                self._symbolic_zeros = outer
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TransformError(f"{name}: the custom jvp rule must return a pair (primal_out, tangent_out), "
                                      f"got {type(out).__name__}")  # fmt: skip
@@ -225,7 +234,7 @@ class custom_jvp(_Decorated):
                                      f"tangent output has structure {t_tree}; they must match")  # fmt: skip
             store["out_tree"] = p_tree
             p_leaves = _arrays(p_leaves, name, "the jvp rule's primal outputs")
-            t_leaves = [_rule_tangent(t, p.aval, name, f"tangent output {i} of the jvp rule")
+            t_leaves = [Zero(p.aval) if id(t) in symbolic else _rule_tangent(t, p.aval, name, f"tangent output {i} of the jvp rule")
                         for i, (t, p) in enumerate(zip(t_leaves, p_leaves))]  # fmt: skip
             return p_leaves, t_leaves
 
