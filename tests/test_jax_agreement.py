@@ -285,3 +285,16 @@ WEAK_CASES = {
 def test_weak_type_as_jax(name):
     fn, want = WEAK_CASES[name]
     assert _flags(_quiet(fn)) == want
+
+
+# --- .at[] updates of integer arrays with float values ----------------------------------------------
+# JAX combines in the promoted dtype and casts back (toward zero); casting the values first differs.
+
+
+@pytest.mark.parametrize("method, value, want", [("multiply", 2.5, 5), ("add", -0.5, 1), ("subtract", 0.5, 1),
+                                                 ("add", 0.7, 2), ("set", 2.7, 2), ("min", 1.5, 1), ("max", 2.5, 2)])  # fmt: skip
+def test_at_update_of_ints_combines_in_the_promoted_dtype(method, value, want):
+    got = getattr(enp.asarray([1, 2]).at[1], method)(value)
+    assert _flags(got) == ("int32", False)
+    assert np.asarray(got).tolist() == [1, want]
+    assert _flags(getattr(enp.asarray(2).at[()], method)(value)) == ("int32", True)  # a weak array stays weak

@@ -252,9 +252,10 @@ class _IndexUpdateRef:
         >>> enp.ones(3).at[1].subtract(1.0)
         Array([1., 0., 1.], dtype=float32)
         """
+        from ember.numpy._core import asarray
         from ember.numpy._ufuncs import negative
 
-        return self.add(negative(_values_as(self.array, values)), mode=mode)
+        return self.add(negative(asarray(values)), mode=mode)
 
     def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False) -> Array:
         """A copy of x with ``x[idx] *= values``, duplicates accumulating.
@@ -309,8 +310,16 @@ def _update(method: str, x: Array, index, values, prim, mode) -> Array:
     gather_mode = "clip" if scatter_mode == "clip" else "fill"
     positions = lax.reshape(lax.iota(_index_dtype(x.size), x.size), x.shape)
     # Out-of-bounds reads give position -1, which the scatter then drops.
+    from ember.numpy._core import asarray
+
+    updates = asarray(values)
+    dtype, weak = dtypes.promote((x.dtype, x.weak_type), (updates.dtype, updates.weak_type))
+    if method != "set" and dtype != x.dtype:
+        # JAX's rule: combine in the promoted dtype, then cast back (ints.at[i].multiply(2.5) scales by 2.5, not 2).
+        out = _update(method, convert(x, dtype, weak), index, convert(updates, dtype, weak), prim, mode)
+        return convert(out, x.dtype, x.weak_type)
     selected = getitem(positions, index, mode=gather_mode, fill_value=-1, ints_as_arrays=True)
-    updates = _values_as(x, values)
+    updates = _values_as(x, updates)
     while updates.ndim > selected.ndim and updates.shape[0] == 1:  # NumPy drops leading 1s of the values
         updates = reshape(updates, updates.shape[1:])
     try:
