@@ -262,8 +262,13 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:
 def convert_element_type(operand: ArrayLike, new_dtype) -> Array:
     """Cast to `new_dtype` (complex -> real keeps the real part; the result is not weak).
 
+    Float to integer rounds toward zero and saturates, as JAX (XLA) does on every backend: values
+    beyond the integer type's range (infinities included) become its minimum or maximum, NaN becomes 0.
+
     >>> lax.convert_element_type(enp.asarray([1.7, -1.7]), "int32")
     Array([ 1, -1], dtype=int32)
+    >>> lax.convert_element_type(enp.asarray([-1.2, 300.0, float("nan")]), "uint8")
+    Array([  0, 255,   0], dtype=uint8)
     """
     (x,) = operands("convert_element_type", (operand,))
     return convert(x, dtypes.canonicalize(new_dtype, "convert_element_type"))

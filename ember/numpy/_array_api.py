@@ -161,7 +161,8 @@ def __array_namespace_info__() -> _Info:
 def astype(x: ArrayLike, dtype, /, *, copy: bool = True, device=None) -> Array:
     """`x` converted to `dtype`, regardless of promotion rules (the array API's ``astype``).
 
-    Float to integer conversion truncates toward zero; complex to real keeps the real part (as NumPy).
+    Float to integer conversion truncates toward zero and saturates at the integer type's bounds (NaN
+    gives 0), as JAX; complex to real keeps the real part (as NumPy).
 
     Args:
       x: the array.
