@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember.core.array import Array
-from ember.core.primitives.fft import FftType, fft_p
+from ember.core.primitives.fft import FftType, as_lengths, fft_p
 from ember.errors import InvalidArgumentError
 from ember.lax._convert import operands
 
@@ -47,10 +47,4 @@ def fft(x: Array | np.ndarray, fft_type: FftType | str, fft_lengths: Sequence[in
             fft_type = FftType(fft_type)
         except ValueError:
             raise InvalidArgumentError(f"fft: unknown fft_type {fft_type!r}; use an ember.lax.FftType") from None
-    if isinstance(fft_lengths, (int, np.integer)):
-        fft_lengths = (fft_lengths,)
-    try:
-        lengths = tuple(int(n) for n in fft_lengths)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"fft: fft_lengths must be a sequence of ints, got {fft_lengths!r}") from None
-    return fft_p.bind(x, fft_type=fft_type, fft_lengths=lengths)
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=as_lengths(fft_lengths))

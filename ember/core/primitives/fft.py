@@ -51,13 +51,18 @@ _REAL = DTypes("float32 or float64", (dtypes.float32, dtypes.float64))
 fft_p = Primitive("fft")
 
 
-def _lengths(fft_lengths, x: ShapedArray) -> tuple[int, ...]:
+def as_lengths(fft_lengths) -> tuple[int, ...]:
+    """`fft_lengths` as a tuple of ints (one int is one length), as lax.fft and the shape rule accept it."""
     if isinstance(fft_lengths, (int, np.integer)):
         fft_lengths = (fft_lengths,)
     try:
-        lengths = tuple(int(n) for n in fft_lengths)
+        return tuple(int(n) for n in fft_lengths)
     except (TypeError, ValueError):
         raise InvalidArgumentError(f"fft: fft_lengths must be a sequence of ints, got {fft_lengths!r}") from None
+
+
+def _lengths(fft_lengths, x: ShapedArray) -> tuple[int, ...]:
+    lengths = as_lengths(fft_lengths)
     if not 1 <= len(lengths) <= MAX_AXES:
         raise InvalidArgumentError(
             f"fft: transforms 1 to {MAX_AXES} trailing axes, got fft_lengths={lengths} for {describe(x)}; "
