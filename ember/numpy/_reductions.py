@@ -2,7 +2,12 @@
 
 Each takes NumPy's `axis`, `keepdims`, `dtype` and `where` (where NumPy has
 them). Sums and products of bool and small integers accumulate in the default
-integer dtype, as in JAX.
+integer dtype, as in JAX. As JAX's: results are never weakly typed; mean, var
+and std of bool and integers up to 32 bits are float32 (float64 only for 64-bit
+integers); and a `where` mask broadcasts together with the array in sum, prod,
+max, min, all, any, nansum and nanmean (a mask with more leading dimensions adds
+them to the result, `axis` counting the array's own dimensions), while mean,
+var and std need a mask that broadcasts to the array.
 """
 
 from __future__ import annotations
