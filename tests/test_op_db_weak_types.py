@@ -80,11 +80,6 @@ def jax_weak_flags(name: str, operands_weak: list[bool], has_scalar_operand: boo
 # Each is a strict xfail: the cell fails loudly once the function follows JAX, so the entry leaves
 # this list. The owner is the module whose constants or conversions decide the flag.
 KNOWN_DIFFERENCES = {
-    "enp.copysign": "_math._copysign's bit constants are strong (JAX: weak)",
-    "enp.modf": "_math.modf's fractional part goes through _copysign (JAX: weak)",
-    "enp.gcd": "_math's gcd loop starts from strong constants (JAX: weak)",
-    "enp.lcm": "_math's lcm starts from strong constants (JAX: weak)",
-    "enp.spacing": "_math (JAX: strong)",
     "enp.unique": "_sorting (JAX: weak values)",
     "enp.unique_values": "_sorting (JAX: weak values)",
     "enp.unique_all[values]": "_sorting (JAX: weak values)",

@@ -48,6 +48,12 @@ def _select(pred: Array, on_true: Array, on_false: Array) -> Array:
     return ew.select_n_p.bind(pred, on_false, on_true)
 
 
+def _weak_as(out: Array, like: Array | None) -> Array:
+    """`out` with `like`'s weak type (strong for None)."""
+    weak = like is not None and like.weak_type
+    return out if out.weak_type == weak else convert(out, out.dtype, weak)
+
+
 def _falses(x: Array, value: bool = False, weak: bool = False) -> Array:
     c = wrap(np.asarray(value), weak)
     return c if x.shape == () else lax.broadcast_in_dim(c, x.shape, ())
@@ -340,7 +346,7 @@ def modf(x: ArrayLike, /) -> tuple[Array, Array]:
     (x,) = _real_inexact("modf", x)
     whole = _trunc(x)
     frac = _select(isinf(x), _const(x, 0), ew.sub_p.bind(x, whole))
-    return _copysign(frac, x), whole
+    return _weak_as(_copysign(frac, x), x), whole
 
 
 # --- floating-point manipulation -----------------------------------------------------------------
@@ -353,7 +359,7 @@ def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     Array([-1., -2.], dtype=float32)
     """
     x1, x2 = _real_inexact("copysign", x1, x2)
-    return _copysign(x1, x2)
+    return _weak_as(_copysign(x1, x2), x1)  # the bit operations drop the weak type JAX's result keeps
 
 
 def nextafter(x1: ArrayLike, x2: ArrayLike, /) -> Array:
@@ -376,6 +382,7 @@ def spacing(x: ArrayLike, /) -> Array:
     Array([ 1.1920929e-07, -1.1920929e-07], dtype=float32)
     """
     (x,) = _real_inexact("spacing", x)
+    x = _weak_as(x, None)  # JAX's spacing is strong
     inf = _const(x, np.inf)
     if x.dtype == dtypes.float16:
         out = ew.sub_p.bind(ew.nextafter_p.bind(x, inf), x)
@@ -612,7 +619,7 @@ def gcd(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """
     x1, x2 = promote_args("gcd", x1, x2)
     _integers_only("gcd", x1)
-    return convert(_gcd_unsigned(_magnitude(x1), _magnitude(x2)), x1.dtype)
+    return convert(_gcd_unsigned(_magnitude(x1), _magnitude(x2)), x1.dtype, x1.weak_type)  # weak as JAX's, for ints
 
 
 def lcm(x1: ArrayLike, x2: ArrayLike, /) -> Array:
@@ -628,7 +635,7 @@ def lcm(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     zero = _const(g, 0)
     is_zero = bw.eq_p.bind(g, zero)
     out = ew.mul_p.bind(ew.div_p.bind(a, _select(is_zero, _const(g, 1), g)), b)  # a / gcd * b, wrapping as NumPy
-    return convert(_select(is_zero, zero, out), x1.dtype)
+    return convert(_select(is_zero, zero, out), x1.dtype, x1.weak_type)
 
 
 def bitwise_count(x: ArrayLike, /) -> Array:
