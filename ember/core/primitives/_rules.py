@@ -119,6 +119,13 @@ def check_axes(op: str, axes: Sequence[int], ndim: int) -> tuple[int, ...]:
     return axes
 
 
+def check_bools(op: str, **params) -> None:
+    """Flag parameters must be Python bools: a traced or array value cannot choose a kernel."""
+    for name, value in params.items():
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{op}: {name} must be a bool, got {value!r}")
+
+
 # --- elementwise primitives ------------------------------------------------------
 
 

@@ -35,8 +35,8 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.primitive import Primitive
-from ember.core.primitives._rules import DTypes, check_dtype
-from ember.errors import InvalidArgumentError, ShapeError, TransformError
+from ember.core.primitives._rules import DTypes, check_bools, check_dtype
+from ember.errors import ShapeError, TransformError
 
 LAPACK = DTypes(
     "float32, float64, complex64 or complex128 (LAPACK has no integer or half-precision routines; "
@@ -55,12 +55,6 @@ def _check_matrix(op: str, x: ShapedArray, square: bool) -> None:
                          f"({x.shape[-2]} x {x.shape[-1]}); use svd for non-square matrices")  # fmt: skip
 
 
-def _check_flags(op: str, **flags) -> None:
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"{op}: {name} must be a bool, got {value!r}")
-
-
 # --- svd -------------------------------------------------------------------------------------
 
 svd_p = Primitive("svd", multiple_results=True)
@@ -68,7 +62,7 @@ svd_p = Primitive("svd", multiple_results=True)
 
 def _svd_rule(x: ShapedArray, *, full_matrices: bool, compute_uv: bool) -> list[ShapedArray]:
     _check_matrix("svd", x, square=False)
-    _check_flags("svd", full_matrices=full_matrices, compute_uv=compute_uv)
+    check_bools("svd", full_matrices=full_matrices, compute_uv=compute_uv)
     *batch, m, n = x.shape
     k = min(m, n)
     s = ShapedArray((*batch, k), dtypes.real_dtype(x.dtype), False)
@@ -87,7 +81,7 @@ eigh_p = Primitive("eigh", multiple_results=True)
 
 def _eigh_rule(x: ShapedArray, *, lower: bool, eigvals_only: bool) -> list[ShapedArray]:
     _check_matrix("eigh", x, square=True)
-    _check_flags("eigh", lower=lower, eigvals_only=eigvals_only)
+    check_bools("eigh", lower=lower, eigvals_only=eigvals_only)
     w = ShapedArray(x.shape[:-1], dtypes.real_dtype(x.dtype), False)
     return [w] if eigvals_only else [ShapedArray(x.shape, x.dtype, False), w]
 
@@ -103,8 +97,8 @@ def _eig_rule(
     x: ShapedArray, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool
 ) -> list[ShapedArray]:
     _check_matrix("eig", x, square=True)
-    _check_flags("eig", compute_left_eigenvectors=compute_left_eigenvectors,
-                 compute_right_eigenvectors=compute_right_eigenvectors)  # fmt: skip
+    check_bools("eig", compute_left_eigenvectors=compute_left_eigenvectors,
+                compute_right_eigenvectors=compute_right_eigenvectors)  # fmt: skip
     cdtype = dtypes.complex_dtype(dtypes.real_dtype(x.dtype))
     out = [ShapedArray(x.shape[:-1], cdtype, False)]
     out += [ShapedArray(x.shape, cdtype, False)] * (compute_left_eigenvectors + compute_right_eigenvectors)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.primitive import Primitive
-from ember.core.primitives._rules import DTypes, check_dtype, check_same_dtypes
+from ember.core.primitives._rules import DTypes, check_bools, check_dtype, check_same_dtypes
 from ember.errors import InvalidArgumentError, ShapeError
 
 LAPACK = DTypes("float32, float64, complex64 or complex128 (the dtypes LAPACK computes in)",
@@ -40,12 +40,6 @@ def _same_batch(op: str, a: ShapedArray, b: ShapedArray) -> None:
                          f"({a.shape[:-2]} vs {b.shape[:-2]}); broadcast them first (ember.numpy does)")  # fmt: skip
 
 
-def _bool_param(op: str, **params) -> None:
-    for name, value in params.items():
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"{op}: {name} must be a bool, got {value!r}")
-
-
 # --- cholesky ----------------------------------------------------------------------------------
 
 # cholesky(a, symmetrize_input): the lower-triangular L with a = L L^H (NaN where a is not positive
@@ -55,7 +49,7 @@ cholesky_p = Primitive("cholesky")
 
 
 def _cholesky_rule(a: ShapedArray, *, symmetrize_input) -> ShapedArray:
-    _bool_param("cholesky", symmetrize_input=symmetrize_input)
+    check_bools("cholesky", symmetrize_input=symmetrize_input)
     _matrices("cholesky", a, square=True)
     return a
 
@@ -73,7 +67,7 @@ triangular_solve_p = Primitive("triangular_solve")
 def _triangular_solve_rule(a: ShapedArray, b: ShapedArray, *, left_side, lower, transpose_a, conjugate_a,
                            unit_diagonal) -> ShapedArray:  # fmt: skip
     op = "triangular_solve"
-    _bool_param(op, left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
+    check_bools(op, left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
                 unit_diagonal=unit_diagonal)  # fmt: skip
     m, _ = _matrices(op, a, "a", square=True)
     _matrices(op, b, "b")
@@ -132,7 +126,7 @@ qr_p = Primitive("qr", multiple_results=True)
 
 
 def _qr_rule(a: ShapedArray, *, full_matrices) -> list[ShapedArray]:
-    _bool_param("qr", full_matrices=full_matrices)
+    check_bools("qr", full_matrices=full_matrices)
     m, n = _matrices("qr", a)
     k = m if full_matrices else min(m, n)
     batch = a.shape[:-2]
