@@ -47,6 +47,15 @@ def _trans(op: str, trans) -> tuple[bool, bool]:
         raise InvalidArgumentError(f"{op}: trans must be 0/'N', 1/'T' or 2/'C', got {trans!r}") from None
 
 
+def _factors(op: str, pair, names: str, factor: str) -> tuple:
+    """The two parts of a factorisation as `factor` returns it (a *_solve function's first argument)."""
+    try:
+        first, second = pair
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{op}: the first argument must be the pair {names} that {factor} returns") from None
+    return first, second
+
+
 def _solve_against(op: str, a: Array, b: Array, solve) -> Array:
     """`solve(a, b)` for (..., n, n) `a` and b of shape (..., n) (one axis fewer than a: vectors) or
     (..., n, k), with the batch axes broadcast."""
@@ -145,10 +154,7 @@ def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bo
     >>> ember.scipy.linalg.cho_solve(factor, enp.asarray([6.0, 7.0])).tolist()
     [1.0, 1.0]
     """
-    try:
-        c, lower = c_and_lower
-    except (TypeError, ValueError):
-        raise InvalidArgumentError("cho_solve: the first argument must be the pair (c, lower) that cho_factor returns") from None
+    c, lower = _factors("cho_solve", c_and_lower, "(c, lower)", "cho_factor")
     c, b = _promote_inexact("cho_solve", c, b)
     _square("cho_solve", c)
     lower = bool(lower)
@@ -202,10 +208,7 @@ def lu_solve(lu_and_piv: tuple[ArrayLike, ArrayLike], b: ArrayLike, trans: int |
     from ember.numpy._sorting import argsort
     from ember.numpy._take import take_along_axis
 
-    try:
-        lu, piv = lu_and_piv
-    except (TypeError, ValueError):
-        raise InvalidArgumentError("lu_solve: the first argument must be the pair (lu, piv) that lu_factor returns") from None
+    lu, piv = _factors("lu_solve", lu_and_piv, "(lu, piv)", "lu_factor")
     transpose_a, conjugate_a = _trans("lu_solve", trans)
     lu, b = _promote_inexact("lu_solve", lu, b)
     _square("lu_solve", lu)
