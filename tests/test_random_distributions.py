@@ -195,6 +195,20 @@ def test_gamma_parameter_arrays_broadcast_per_element():
         _ks(x[:, j], st.gamma(alpha).cdf)
 
 
+@pytest.mark.parametrize("capacity", [1, 3, 64])
+def test_gamma_reruns_give_the_bits_of_the_plain_loop(capacity):
+    # gamma runs each element's rejection loop once and reruns the few that need more rounds, `capacity`
+    # at a time; that must be exactly JAX's vmapped loop, including when the reruns need several batches.
+    from ember.random import _gamma
+
+    a = enp.asarray(np.linspace(0.02, 3.0, 400, dtype=np.float32))
+    keys = er.split(er.key(17), 400)
+    _, d, c = _gamma._constants(a)
+    plain = ember.vmap(_gamma._loop_v)(keys, d, c)
+    rerun = _gamma._accepted_v(keys, d, c, capacity)
+    assert _np(plain).tobytes() == _np(rerun).tobytes()
+
+
 def test_gamma_float64():
     with ember.config.x64(True):
         x = er.gamma(er.key(14), 2.7, (N,))

@@ -25,10 +25,12 @@ from ember.core import dtypes
 from ember.core.array import Array, from_host
 from ember.core.primitives.special import random_gamma_grad_p
 from ember.errors import InvalidArgumentError, ShapeError
+from ember import numpy as enp
 from ember.lax import _elementwise as ew
 from ember.lax import _structural as st
 from ember.lax.control_flow import while_loop
 from ember.random._continuous import _rademacher, _standard_exponential, prepare, result_shape, uniform_open
+from ember.random._discrete import _any
 from ember.random._distributions import ArrayLike, _broadcast, _normal_real, _param
 from ember.random._keys import KeyArray, Shape, canonical_shape, const, split
 from ember.transforms.custom import custom_jvp
@@ -41,56 +43,113 @@ __all__ = ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal",
 # --- one element: Marsaglia-Tsang ------------------------------------------------------------------
 
 
-def _gamma_one(key: Array, alpha: Array, log_space: bool) -> Array:
-    """One Gamma(alpha) draw (or its log) from one key, as JAX's ``_gamma_one``."""
+def _constants(alpha: Array) -> tuple[Array, Array, Array]:
+    """Whether alpha >= 1, and Marsaglia-Tsang's d and c (alpha < 1 draws Gamma(alpha + 1), boosted after)."""
+    dtype = alpha.dtype
+    boost_mask = ew.ge(alpha, const(1.0, dtype))
+    d = ew.sub(ew.select(boost_mask, alpha, ew.add(alpha, const(1.0, dtype))), const(1.0 / 3.0, dtype))
+    return boost_mask, d, ew.div(const(1.0 / 3.0, dtype), ew.sqrt(d))
+
+
+def _rejected(d: Array, x2: Array, v: Array, u: Array) -> Array:
+    # Accept when u < 1 - 0.0331 x^4 (the squeeze) or log u < x^2/2 + d (1 - v + log v).
+    one = const(1.0, d.dtype)
+    squeeze = ew.ge(u, ew.sub(one, ew.mul(const(0.0331, d.dtype), ew.mul(x2, x2))))
+    exact = ew.ge(ew.log(u), ew.add(ew.mul(x2, 0.5), ew.mul(d, ew.add(ew.sub(one, v), ew.log(v)))))
+    return ew.bitwise_and(squeeze, exact)
+
+
+def _next_normal(k: Array, c: Array) -> tuple[Array, Array, Array]:
+    k, sub = split(k)
+    x = _normal_real("gamma", sub, (), c.dtype)
+    return k, x, ew.add(const(1.0, c.dtype), ew.mul(x, c))
+
+
+def _propose(k: Array, c: Array, redraw: bool) -> tuple[Array, Array, Array, Array, Array]:
+    """One round of the rejection loop: the next key and a proposal (x^2, v, u).
+
+    v = (1 + c x)^3 must be positive: with `redraw` x is drawn again until 1 + c x > 0, without it the
+    round keeps its first draw and the last output says whether that one was positive.
+    """
+    dtype = c.dtype
+    k, x_key, u_key = split(k, 3)
+    if redraw:
+        cond = lambda s: ew.le(s[2], const(0.0, dtype))  # noqa: E731
+        _, x, v = while_loop(cond, lambda s: _next_normal(s[0], c), (x_key, const(0.0, dtype), const(-1.0, dtype)))
+    else:
+        _, x, v = _next_normal(x_key, c)
+    u = uniform_open("gamma", u_key, (), dtype, 0.0)
+    return k, ew.mul(x, x), ew.mul(ew.mul(v, v), v), u, ew.gt(v, const(0.0, dtype))
+
+
+def _initial(dtype: np.dtype) -> tuple[Array, Array, Array]:
+    # (x^2, v, u) before the first round: rejected for every finite d, so the loop runs at least once.
+    return const(0.0, dtype), const(1.0, dtype), const(2.0, dtype)
+
+
+def _loop_v(key: Array, d: Array, c: Array) -> Array:
+    """The accepted v of one element's rejection loop, as JAX's ``_gamma_one``."""
+    state = (key, *_initial(d.dtype))
+    _, _, v, _ = while_loop(lambda s: _rejected(d, *s[1:]), lambda s: _propose(s[0], c, True)[:4], state)
+    return v
+
+
+def _first_round(key: Array, d: Array, c: Array) -> tuple[Array, Array]:
+    """The v after the loop's first round with its first normal draw, and whether the loop would go on."""
+    x2, v, u = _initial(d.dtype)
+    enter = _rejected(d, x2, v, u)
+    _, x2, v_next, u, positive = _propose(key, c, False)
+    again = ew.bitwise_or(ew.bitwise_not(positive), _rejected(d, x2, v_next, u))
+    return ew.select(enter, v_next, v), ew.bitwise_and(enter, again)
+
+
+def _accepted_v(keys: Array, d: Array, c: Array, capacity: int) -> Array:
+    """The accepted v of every element's loop (keys (n, 2), d and c (n,)), the bits of ``vmap(_loop_v)``.
+
+    Under vmap the loop runs every element until the last one accepts, which is 3 to 5 rounds of
+    normal draws (erf_inv, threefry) over the whole array for a million elements although nearly all
+    accept in the first. So the first round runs over every element, and the few that need more
+    (about 6%) run the whole loop again from their key (the same draws, so the same bits), `capacity`
+    of them at a time, gathered to the front by a fixed-size `nonzero` (so that it compiles).
+    """
+    n = d.shape[0]
+    v, pending = vmap(_first_round)(keys, d, c)
+
+    def rerun(state):
+        v, pending = state
+        (idx,) = enp.nonzero(pending, size=capacity, fill_value=n)
+        picked = (enp.take(x, idx, axis=0, mode="clip") for x in (keys, d, c))
+        v = v.at[idx].set(vmap(_loop_v)(*picked), mode="drop")
+        return v, pending.at[idx].set(False, mode="drop")
+
+    v, _ = while_loop(lambda s: _any(s[1]), rerun, (v, pending))
+    return v
+
+
+def _finish(key: Array, v: Array, alpha: Array, log_space: bool) -> Array:
+    """The sample d v (or its log), times u**(1/alpha) for alpha < 1."""
     dtype = alpha.dtype
     zero, one = const(0.0, dtype), const(1.0, dtype)
-    # alpha < 1 draws Gamma(alpha + 1) and multiplies by u**(1/alpha).
-    boost_mask = ew.ge(alpha, one)
-    alpha_orig = alpha
-    alpha = ew.select(boost_mask, alpha, ew.add(alpha, one))
-    d = ew.sub(alpha, const(1.0 / 3.0, dtype))
-    c = ew.div(const(1.0 / 3.0, dtype), ew.sqrt(d))
-
-    def rejected(state):
-        _, x2, v, u = state
-        # Accept when u < 1 - 0.0331 x^4 (the squeeze) or log u < x^2/2 + d (1 - v + log v).
-        squeeze = ew.ge(u, ew.sub(one, ew.mul(const(0.0331, dtype), ew.mul(x2, x2))))
-        exact = ew.ge(ew.log(u), ew.add(ew.mul(x2, 0.5), ew.mul(d, ew.add(ew.sub(one, v), ew.log(v)))))
-        return ew.bitwise_and(squeeze, exact)
-
-    def next_normal(state):
-        k, _, _ = state
-        k, sub = split(k)
-        x = _normal_real("gamma", sub, (), dtype)
-        return k, x, ew.add(one, ew.mul(x, c))
-
-    def propose(state):
-        k = state[0]
-        k, x_key, u_key = split(k, 3)
-        # v = (1 + c x)^3 must be positive: redraw x until 1 + c x > 0.
-        _, x, v = while_loop(lambda s: ew.le(s[2], zero), next_normal, (x_key, zero, const(-1.0, dtype)))
-        u = uniform_open("gamma", u_key, (), dtype, 0.0)
-        return k, ew.mul(x, x), ew.mul(ew.mul(v, v), v), u
-
-    key, subkey = split(key)
-    _, _, v, _ = while_loop(rejected, propose, (key, zero, one, const(2.0, dtype)))
+    boost_mask, d, _ = _constants(alpha)
     if log_space:
-        log_u = ew.neg(_standard_exponential("gamma", subkey, (), dtype))
-        log_boost = ew.select(ew.bitwise_or(boost_mask, ew.eq(log_u, zero)), zero, ew.div(log_u, alpha_orig))
+        log_u = ew.neg(_standard_exponential("gamma", key, (), dtype))
+        log_boost = ew.select(ew.bitwise_or(boost_mask, ew.eq(log_u, zero)), zero, ew.div(log_u, alpha))
         return ew.add(ew.add(ew.log(d), ew.log(v)), log_boost)
-    u = ew.sub(one, uniform_open("gamma", subkey, (), dtype, 0.0))
-    boost = ew.select(boost_mask, one, ew.pow(u, ew.div(one, alpha_orig)))
+    u = ew.sub(one, uniform_open("gamma", key, (), dtype, 0.0))
+    boost = ew.select(boost_mask, one, ew.pow(u, ew.div(one, alpha)))
     return ew.mul(ew.mul(d, v), boost)
 
 
 def _gamma_impl(key: Array, a: Array, log_space: bool) -> Array:
     if a.size == 0:
         return const(np.zeros(a.shape, a.dtype), a.dtype)
-    keys = split(key, a.size)
-    flat = st.reshape(a, (a.size,))
-    samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, flat)
-    return st.reshape(samples, a.shape)
+    alpha = st.reshape(a, (a.size,))
+    # One key per element, split again into the loop's key and the boost's (as JAX).
+    loop_keys, boost_keys = vmap(lambda k: tuple(split(k)))(split(key, a.size))
+    _, d, c = _constants(alpha)
+    # About 6% of the elements need a second round; 1/16 of them per rerun leaves room to spare.
+    v = _accepted_v(loop_keys, d, c, max(1, -(-a.size // 16)))
+    return st.reshape(vmap(lambda k, v, al: _finish(k, v, al, log_space))(boost_keys, v, alpha), a.shape)
 
 
 def _gamma_grad(sample: Array, a: Array, log_space: bool) -> Array:
