@@ -236,6 +236,19 @@ def test_lstsq_residuals():
         ember.jit(lambda a: enp.linalg.lstsq(a, b, numpy_resid=True))(a2)
 
 
+def test_lstsq_negative_rcond_means_machine_precision():
+    # NumPy documents rcond=-1 as "machine precision" (LAPACK's gelsd); a rank-deficient a must not divide
+    # by its zero singular value.
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 2)) @ rng.standard_normal((2, 4))
+    b = rng.standard_normal((5, 3))
+    with ember.config.x64(True):
+        x, _, rank, _ = enp.linalg.lstsq(a, b, rcond=-1)
+    nx, _, nrank, _ = np.linalg.lstsq(a, b, rcond=-1)
+    assert int(rank) == nrank == 2
+    np.testing.assert_allclose(x, nx, rtol=1e-8, atol=1e-10)
+
+
 def test_left_eigenvectors():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 4, 4))

@@ -552,7 +552,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond=None, *, numpy_resid: bool = False) 
     Args:
       a: array of shape (M, N).
       b: array of shape (M,) or (M, K).
-      rcond: the relative cutoff for small singular values.
+      rcond: the relative cutoff for small singular values; a negative one means machine precision (NumPy's -1).
       numpy_resid: residuals as NumPy's (empty when rank < N or M <= N; needs a concrete rank);
         by default, as JAX, they are always computed.
 
@@ -578,12 +578,13 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond=None, *, numpy_resid: bool = False) 
     vector = y.ndim == 1
     y2 = y[:, None] if vector else y
     eps = float(np.finfo(dtypes.real_dtype(x.dtype)).eps)
-    rcond = eps * max(m, n) if rcond is None else rcond
+    rcond = _rcond_array("lstsq", eps * max(m, n) if rcond is None else rcond, x)
+    rcond = where(rcond < 0, eps, rcond).astype(rcond.dtype)  # as LAPACK's gelsd (NumPy, JAX): machine precision
     s = svdvals(x)
-    p = _pinv_core(x, _rcond_array("lstsq", rcond, x), False)
+    p = _pinv_core(x, rcond, False)
     sol = matmul(p, y2)
     if s.shape[-1]:
-        rank = _sum((s > s[0] * _rcond_array("lstsq", rcond, x)).astype(dtypes.default_int()))
+        rank = _sum((s > s[0] * rcond).astype(dtypes.default_int()))
     else:
         rank = zeros((), dtypes.default_int())
     resid = _sum(_sq_abs(y2 - matmul(x, sol)), axis=0)
