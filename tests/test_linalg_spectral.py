@@ -236,6 +236,27 @@ def test_lstsq_residuals():
         ember.jit(lambda a: enp.linalg.lstsq(a, b, numpy_resid=True))(a2)
 
 
+@pytest.mark.parametrize("shape", [(2, 0, 0), (2, 0, 3), (2, 3, 0)])
+@pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf])
+def test_norms_of_empty_matrices_as_numpy(shape, ord):
+    # NumPy takes the max-type norms of nothing as 0 (max(..., initial=0)); its min-type ones raise.
+    x = np.zeros(shape, np.float32)
+    try:
+        expected = np.linalg.norm(x, ord, axis=(1, 2))
+    except ValueError:
+        with pytest.raises(ShapeError, match="zero-size"):
+            enp.linalg.norm(x, ord, axis=(1, 2))
+        return
+    np.testing.assert_array_equal(enp.linalg.norm(x, ord, axis=(1, 2)), expected)
+    np.testing.assert_array_equal(enp.linalg.matrix_norm(x, ord="fro" if ord is None else ord), expected)
+
+
+def test_infinity_norm_of_an_empty_vector_is_zero():
+    x = np.zeros((2, 0), np.float32)
+    np.testing.assert_array_equal(enp.linalg.norm(x, np.inf, axis=1), np.linalg.norm(x, np.inf, axis=1))
+    np.testing.assert_array_equal(enp.linalg.vector_norm(x, ord=np.inf, axis=1), [0.0, 0.0])
+
+
 def test_lstsq_negative_rcond_means_machine_precision():
     # NumPy documents rcond=-1 as "machine precision" (LAPACK's gelsd); a rank-deficient a must not divide
     # by its zero singular value.

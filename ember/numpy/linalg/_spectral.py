@@ -284,8 +284,8 @@ def _vector_norm(op: str, x: Array, axes: tuple[int, ...], ord, keepdims: bool) 
     _check_ord(op, ord)
     if ord is None or ord == 2:
         return sqrt(_sum(_sq_abs(x), axis=axes, keepdims=keepdims))
-    if ord == math.inf:
-        return _max(_abs(x), axis=axes, keepdims=keepdims)
+    if ord == math.inf:  # initial=0 (a norm is >= 0): an empty vector's norm is 0, as NumPy's
+        return _max(_abs(x), axis=axes, keepdims=keepdims, initial=0)
     if ord == -math.inf:
         return _min(_abs(x), axis=axes, keepdims=keepdims)
     if ord == 0:
@@ -308,6 +308,7 @@ def _matrix_norm(op: str, x: Array, row: int, col: int, ord, keepdims: bool) -> 
     if row == col:
         raise InvalidArgumentError(f"{op}: duplicate axes ({row}, {col}) for a matrix norm of {x.dtype}{x.shape}")
     _check_ord(op, ord)
+    # initial=0 in the max-type orders (a norm is >= 0): an empty matrix's norm is 0, as NumPy's; the min-type raise.
     if ord in (None, "fro", "f"):
         out = sqrt(_sum(_sq_abs(x), axis=(row, col)))
     elif ord == "nuc":
@@ -316,13 +317,14 @@ def _matrix_norm(op: str, x: Array, row: int, col: int, ord, keepdims: bool) -> 
         raise InvalidArgumentError(f"{op}: invalid norm order {ord!r} for matrices; use None, 'fro', 'nuc', "
                                    "inf, -inf, 1, -1, 2 or -2")  # fmt: skip
     elif ord in (2, -2):
-        out = (_max if ord == 2 else _min)(_spectral_values(op, x, row, col), axis=-1)
+        values = _spectral_values(op, x, row, col)
+        out = _max(values, axis=-1, initial=0) if ord == 2 else _min(values, axis=-1)
     elif ord in (1, -1):
-        pick = _max if ord == 1 else _min
-        out = pick(_sum(_abs(x), axis=row), axis=col - (col > row))
+        sums, axis = _sum(_abs(x), axis=row), col - (col > row)
+        out = _max(sums, axis=axis, initial=0) if ord == 1 else _min(sums, axis=axis)
     elif ord in (math.inf, -math.inf):
-        pick = _max if ord == math.inf else _min
-        out = pick(_sum(_abs(x), axis=col), axis=row - (row > col))
+        sums, axis = _sum(_abs(x), axis=col), row - (row > col)
+        out = _max(sums, axis=axis, initial=0) if ord == math.inf else _min(sums, axis=axis)
     else:
         raise InvalidArgumentError(f"{op}: invalid norm order {ord!r} for matrices; use None, 'fro', 'nuc', "
                                    "inf, -inf, 1, -1, 2 or -2")  # fmt: skip
