@@ -256,6 +256,16 @@ def test_expm_gradient_matches_finite_differences():
     np.testing.assert_allclose(np.asarray(tangent), fd, rtol=1e-6, atol=1e-8)
 
 
+
+def test_expm_of_nan_input_is_nan_and_leaves_the_other_matrices_alone():
+    # A NaN matrix's scaling exponent is NaN; it used to reach int() and raise ValueError.
+    big = np.array([[0.0, 40.0], [-40.0, 0.0]])  # needs squarings (its 1-norm is 40)
+    stack = np.stack([np.full((2, 2), np.nan), big])
+    with ember.config.x64(True):
+        out = np.asarray(esl.expm(stack))
+    assert np.isnan(out[0]).all()
+    np.testing.assert_allclose(out[1], sl.expm(big), rtol=1e-10, atol=1e-12)
+
 def test_jit_replays_the_kernels():
     rng = np.random.default_rng(7)
     a = rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)

@@ -293,8 +293,10 @@ def expm(A: ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 1
         r = solve_triangular(v - u, v + u, lower=False)
     else:
         r = _enp_linalg.solve(v - u, v + u)
-    # Squarings: per matrix, as many as its s; a concrete s bounds the loop, a traced one loops to the cap.
-    steps = max_squarings if isinstance(s, Tracer) else int(min(float(_max(s)) if s.size else 0, max_squarings))
+    # Squarings: per matrix, as many as its s; a concrete s bounds the loop, a traced one (or a NaN, from NaN
+    # input, whose max hides the other matrices' s) loops to the cap.
+    top = max_squarings if isinstance(s, Tracer) else (float(_max(s)) if s.size else 0.0)
+    steps = int(top) if top <= max_squarings else max_squarings
     for k in range(steps):
         keep = lax.expand_dims(s > k, (s.ndim, s.ndim + 1))
         r = uf.where(keep, mm(r, r), r)
