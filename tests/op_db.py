@@ -58,6 +58,10 @@ TOLERANCES = {
     np.dtype(np.complex128): (1e-13, 1e-14),
 }
 
+# Tolerances for results that add up many terms (sums, scans, averages): float32's error grows with the count.
+SUM_TOLERANCES = {np.dtype(np.float16): (1e-2, 2e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5),
+                  np.dtype(np.complex64): (1e-5, 1e-5)}  # fmt: skip
+
 
 @dataclasses.dataclass
 class Sample:
@@ -278,6 +282,46 @@ def to_float(dtype):
     if dtype.kind in "biu":
         return np.dtype(np.float64) if dtype in SIXTY_FOUR_BIT else np.dtype(np.float32)
     return dtype
+
+
+def default_int(dtype) -> np.dtype:
+    """ember's default integer while `dtype` is tested (the runner turns x64 on for the 64-bit dtypes)."""
+    return np.dtype(np.int64 if np.dtype(dtype) in SIXTY_FOUR_BIT else np.int32)
+
+
+def default_float(dtype) -> np.dtype:
+    """ember's default float while `dtype` is tested."""
+    return np.dtype(np.float64 if np.dtype(dtype) in SIXTY_FOUR_BIT else np.float32)
+
+
+def canonical(t, dtype) -> np.dtype:
+    """`t` as ember stores it while `dtype` is tested (64-bit types need x64)."""
+    t = np.dtype(t)
+    if np.dtype(dtype) in SIXTY_FOUR_BIT:
+        return t
+    return {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32),
+            np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64)}.get(t, t)  # fmt: skip
+
+
+def is_float(dtype) -> bool:
+    """A real floating dtype (bfloat16 included, which NumPy reports as kind "V")."""
+    return np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+
+
+def is_inexact_dtype(dtype) -> bool:
+    """A floating or complex dtype (bfloat16 included)."""
+    return np.dtype(dtype).kind in "fc" or np.dtype(dtype) == BF16
+
+
+def sum_dtype(dtype) -> np.dtype:
+    """JAX's accumulation dtype (sum, cumsum, cumulative_sum): bool and integers narrower than the default
+    integer accumulate in it (unsigned ones in the unsigned one)."""
+    d = np.dtype(dtype)
+    if d == np.bool_ or d in SIGNED and d.itemsize < default_int(d).itemsize:
+        return default_int(d)
+    if d in UNSIGNED and d.itemsize < default_int(d).itemsize:
+        return np.dtype(np.uint64 if d in SIXTY_FOUR_BIT else np.uint32)
+    return d
 
 
 # --- autodiff helpers (test_op_db_autodiff.py and test_op_db_vmap_ad.py) ------------------

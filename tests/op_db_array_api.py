@@ -11,30 +11,24 @@ are split in two, since a row of the database has one result dtype.
 from __future__ import annotations
 
 import numpy as np
-from op_db import ALL, BF16, COMPLEX, SIGNED, SIXTY_FOUR_BIT, UNSIGNED, OpInfo, Sample, make_array, register
+from op_db import (
+    ALL,
+    BF16,
+    COMPLEX,
+    SUM_TOLERANCES,
+    OpInfo,
+    Sample,
+    canonical,
+    default_int,
+    is_inexact_dtype,
+    make_array,
+    register,
+    sum_dtype,
+)
 
 import ember.numpy as enp
 
-F16 = np.dtype(np.float16)
-INT32, INT64 = np.dtype(np.int32), np.dtype(np.int64)
-_SUM_TOL = {F16: (1e-2, 2e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)}
 NOT_ORDERED = "complex numbers have no order (as NumPy's ptp and JAX's)"
-
-
-def _default_int(d) -> np.dtype:
-    return INT64 if np.dtype(d) in SIXTY_FOUR_BIT else INT32
-
-
-def _canonical(t, d) -> np.dtype:
-    t = np.dtype(t)
-    if np.dtype(d) in SIXTY_FOUR_BIT:
-        return t
-    return {INT64: INT32, np.dtype(np.uint64): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.float32),
-            np.dtype(np.complex128): np.dtype(np.complex64)}.get(t, t)  # fmt: skip
-
-
-def _is_inexact(d) -> bool:
-    return np.dtype(d).kind in "fc" or np.dtype(d) == BF16
 
 
 def _spread(rng, shape, d) -> np.ndarray:
@@ -52,7 +46,7 @@ def _with_repeats(rng, shape, d) -> np.ndarray:
     x = make_array(rng, shape, d, -2, 3)
     if np.dtype(d).kind == "c":
         return (np.round(x.real) + 1j * np.round(x.imag)).astype(d)
-    if _is_inexact(d):
+    if is_inexact_dtype(d):
         x = np.round(x.astype(np.float64)).astype(d)
         flat = x.reshape(-1)
         if flat.size > 4:
@@ -84,7 +78,7 @@ def _astype_ref(x, dtype, copy=True):
 
 register(
     OpInfo("enp.astype", lambda x, t, **k: enp.astype(x, t, **k), _astype_ref, ALL, _astype_samples, "",
-           primitives=("convert_element_type", "copy"), out_dtype_of=lambda d, s: _canonical(s.args[1], d), ref_in_dtype=True,
+           primitives=("convert_element_type", "copy"), out_dtype_of=lambda d, s: canonical(s.args[1], d), ref_in_dtype=True,
            ad_samples=_astype_ad_samples),
 )  # fmt: skip
 
@@ -102,16 +96,6 @@ def _cumulative_samples(low=None, high=None):
     return make
 
 
-def _accumulation_dtype(d):
-    """As cumsum (JAX's rule): bool and integers narrower than the default integer accumulate in it."""
-    d = np.dtype(d)
-    if d == np.bool_ or d in SIGNED and d.itemsize < _default_int(d).itemsize:
-        return _default_int(d)
-    if d in UNSIGNED and d.itemsize < _default_int(d).itemsize:
-        return np.dtype(np.uint64 if d in SIXTY_FOUR_BIT else np.uint32)
-    return d
-
-
 def _np_cumulative(name):
     def ref(x, **k):
         if x.dtype == np.bool_:
@@ -123,13 +107,13 @@ def _np_cumulative(name):
 
 for _name, _prim, _low, _high in [("cumulative_sum", "cumsum", None, None), ("cumulative_prod", "cumprod", -2, 3)]:
     register(OpInfo(f"enp.{_name}", lambda x, _n=_name, **k: getattr(enp, _n)(x, **k), _np_cumulative(_name), ALL,
-                    _cumulative_samples(_low, _high), "", primitives=(_prim, "concatenate"), out_dtype=_accumulation_dtype,
-                    tol=_SUM_TOL))  # fmt: skip
+                    _cumulative_samples(_low, _high), "", primitives=(_prim, "concatenate"), out_dtype=sum_dtype,
+                    tol=SUM_TOLERANCES))  # fmt: skip
 
 
 def _count_samples(rng, d):
     x = make_array(rng, (3, 4), d, -1, 2)  # integers: many zeros
-    if _is_inexact(d):
+    if is_inexact_dtype(d):
         x = np.round(x.astype(np.complex128 if np.dtype(d).kind == "c" else np.float64)).astype(d)
     return [Sample((x,)), Sample((x,), {"axis": 1}), Sample((x,), {"axis": (0, 1), "keepdims": True}),
             Sample((make_array(rng, (), d),)), Sample((make_array(rng, (0, 2), d),), {"axis": 0})]  # fmt: skip
@@ -137,7 +121,7 @@ def _count_samples(rng, d):
 
 register(
     OpInfo("enp.count_nonzero", lambda x, **k: enp.count_nonzero(x, **k), lambda x, **k: np.asarray(np.count_nonzero(x, **k)),
-           ALL, _count_samples, "", primitives=("ne", "reduce_sum"), out_dtype=_default_int,
+           ALL, _count_samples, "", primitives=("ne", "reduce_sum"), out_dtype=default_int,
            transforms=frozenset({"vmap", "jit"}), nondiff="an integer count"),
 )  # fmt: skip
 
@@ -204,7 +188,7 @@ for _name, _outputs in _UNIQUE.items():
                     ref_in_dtype=True))  # fmt: skip
     if _indices:
         register(OpInfo(f"enp.{_name}", _unique_op(_name, _indices), _unique_ref(_outputs[1:]), ALL, _unique_samples, "",
-                        primitives=("sort", "cumsum"), out_dtype=_default_int, ad_samples=_unique_ad_samples,
+                        primitives=("sort", "cumsum"), out_dtype=default_int, ad_samples=_unique_ad_samples,
                         needs_concrete=_CONCRETE, ref_in_dtype=True))  # fmt: skip
 
 

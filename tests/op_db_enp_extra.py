@@ -22,9 +22,12 @@ from op_db import (
     NO_COMPLEX,
     NUMERIC,
     REAL,
-    SIXTY_FOUR_BIT,
+    SUM_TOLERANCES,
     OpInfo,
     Sample,
+    default_float,
+    default_int,
+    is_float,
     make_array,
     register,
     to_float,
@@ -34,23 +37,10 @@ import ember.numpy as enp
 
 F16 = np.dtype(np.float16)
 F32 = np.dtype(np.float32)
-_SUM_TOL = {F16: (1e-2, 2e-2), BF16: (2e-2, 5e-2), F32: (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)}
 INTEGER_OUT = "integer output (indices or counts): nothing to differentiate"
 BOOL_OUT = "bool output: nothing to differentiate"
 INDICES_ONLY = "integers only: the arguments are indices"
 NO_BOOL_SUB = "NumPy's subtract rejects bool (use enp.diff for !=)"
-
-
-def _default_int(d) -> np.dtype:
-    return np.dtype(np.int64 if np.dtype(d) in SIXTY_FOUR_BIT else np.int32)
-
-
-def _default_float(d) -> np.dtype:
-    return np.dtype(np.float64 if np.dtype(d) in SIXTY_FOUR_BIT else np.float32)
-
-
-def _is_float(d) -> bool:
-    return np.dtype(d).kind == "f" or np.dtype(d) == BF16
 
 
 def _wide(x):
@@ -90,11 +80,11 @@ def _spread(rng, shape, d, gap=0.25) -> np.ndarray:
 def _q(rng, d, values):
     """q as an array of the tested dtype for floats (so that it promotes to nothing wider), as a list for
     the others (the default float)."""
-    return np.asarray(values, dtype=d) if _is_float(d) else list(values)
+    return np.asarray(values, dtype=d) if is_float(d) else list(values)
 
 
 def _with_nan(x: np.ndarray) -> np.ndarray:
-    if _is_float(x.dtype) and x.size > 2:
+    if is_float(x.dtype) and x.size > 2:
         x = x.copy()
         x.reshape(-1)[[0, 3]] = np.nan
     return x
@@ -144,7 +134,7 @@ def _quantile_ref(np_fn):
 
 
 def _quantile_dtype(d, sample):
-    return np.dtype(d) if _is_float(d) else _default_float(d)
+    return np.dtype(d) if is_float(d) else default_float(d)
 
 
 for _name, _np, _scale, _nan in [("quantile", np.quantile, 1.0, False), ("percentile", np.percentile, 100.0, False),
@@ -157,7 +147,7 @@ for _name, _np, _scale, _nan in [("quantile", np.quantile, 1.0, False), ("percen
         _quantile_samples(_scale, _nan),
         NO_COMPLEX,
         out_dtype_of=_quantile_dtype,
-        tol=_SUM_TOL,
+        tol=SUM_TOLERANCES,
         primitives=("sort", "gather"),
         ad_samples=_quantile_ad_samples(_scale, _nan),
     )
@@ -187,7 +177,7 @@ def _median_ad_samples(nan):
 
 for _name, _np, _nan in [("median", np.median, False), ("nanmedian", np.nanmedian, True)]:
     _entry(_name, lambda a, _n=_name, **k: getattr(enp, _n)(a, **k), _quiet(lambda a, _f=_np, **k: np.asarray(_f(_wide(a), **k))),
-           REAL, _median_samples(_nan), NO_COMPLEX, out_dtype=to_float, tol=_SUM_TOL, primitives=("sort",),
+           REAL, _median_samples(_nan), NO_COMPLEX, out_dtype=to_float, tol=SUM_TOLERANCES, primitives=("sort",),
            ad_samples=_median_ad_samples(_nan))  # fmt: skip
 
 # --- average, cov, corrcoef ------------------------------------------------------------------------------
@@ -211,7 +201,7 @@ def _average_samples(rng, d):
 
 _entry("average", lambda a, **k: enp.average(a, **k),
        _quiet(lambda a, **k: np.average(_wide(a), **{n: _wide(v) for n, v in k.items()})), ALL, _average_samples,
-       out_dtype=to_float, tol=_SUM_TOL, primitives=("reduce_sum",))  # fmt: skip
+       out_dtype=to_float, tol=SUM_TOLERANCES, primitives=("reduce_sum",))  # fmt: skip
 
 
 def _cov_samples(rng, d):
@@ -238,12 +228,12 @@ _entry(
     ALL,
     _cov_samples,
     out_dtype=to_float,
-    tol=_SUM_TOL,
+    tol=SUM_TOLERANCES,
     primitives=("dot_general",),
 )
 _entry("corrcoef", lambda m, *a, **k: enp.corrcoef(m, *a, **k), _cov_ref(np.corrcoef), ALL,
        lambda rng, d: [s for s in _cov_samples(rng, d) if not {"fweights", "aweights", "bias", "ddof"} & set(s.kwargs)],
-       out_dtype=to_float, tol=_SUM_TOL, primitives=("dot_general",))  # fmt: skip
+       out_dtype=to_float, tol=SUM_TOLERANCES, primitives=("dot_general",))  # fmt: skip
 
 # --- histograms, bincount, digitize -------------------------------------------------------------------------
 
@@ -258,7 +248,7 @@ def _grid(rng, n, d) -> np.ndarray:
         pool = np.array([1, 2, 3, 4, 6, 7, 8, 9])
     else:
         pool = np.concatenate([np.arange(-9, 0), np.arange(1, 10)])
-        pool = pool / 2 if _is_float(d) else pool
+        pool = pool / 2 if is_float(d) else pool
     return rng.permutation(np.concatenate([[pool[0], pool[-1]], rng.choice(pool, n - 2)])).astype(d)
 
 
@@ -276,7 +266,7 @@ def _histogram_ref(a, bins=10, range=None, **k):
 
 
 _entry("histogram", lambda a, *args, **k: enp.histogram(a, *args, **k)[0], lambda *a, **k: _histogram_ref(*a, **k)[0],
-       REAL, _histogram_samples, NO_COMPLEX, out_dtype=_default_int, nondiff=INTEGER_OUT,
+       REAL, _histogram_samples, NO_COMPLEX, out_dtype=default_int, nondiff=INTEGER_OUT,
        transforms=frozenset({"vmap", "jit"}), primitives=("scatter_add", "sort"))  # fmt: skip
 
 
@@ -310,8 +300,8 @@ def _weighted_samples(rng, d):
 
 def _weighted_dtype(d, sample):
     if sample.kwargs.get("density"):
-        return np.dtype(d) if np.dtype(d).kind == "c" else _default_float(d)
-    return _default_int(d) if d == np.bool_ else np.dtype(d)
+        return np.dtype(d) if np.dtype(d).kind == "c" else default_float(d)
+    return default_int(d) if d == np.bool_ else np.dtype(d)
 
 
 def _weighted_ref(a, *args, weights, **k):
@@ -322,7 +312,7 @@ def _weighted_ref(a, *args, weights, **k):
 
 
 _entry("histogram[weights]", lambda a, *args, **k: enp.histogram(a, *args, **k)[0], _weighted_ref, ALL, _weighted_samples,
-       out_dtype_of=_weighted_dtype, tol=_SUM_TOL, ref_in_dtype=True, primitives=("scatter_add",))  # fmt: skip
+       out_dtype_of=_weighted_dtype, tol=SUM_TOLERANCES, ref_in_dtype=True, primitives=("scatter_add",))  # fmt: skip
 
 
 def _bincount_samples(rng, d):
@@ -342,7 +332,7 @@ def _bincount_ref(x, weights=None, minlength=0, length=None):
 
 
 _entry("bincount", lambda x, **k: enp.bincount(x, **k), _bincount_ref, BOOL + INTEGER, _bincount_samples,
-       "x must hold integers (as NumPy's bincount)", out_dtype=_default_int, nondiff=INTEGER_OUT,
+       "x must hold integers (as NumPy's bincount)", out_dtype=default_int, nondiff=INTEGER_OUT,
        transforms=frozenset({"vmap", "jit"}), primitives=("scatter_add",),
        needs_concrete="x without length=: the number of bins is x.max() + 1")  # fmt: skip
 
@@ -360,7 +350,7 @@ def _bincount_weights_samples(rng, d):
 
 _entry("bincount[weights]", lambda x, **k: enp.bincount(x, **k),
        lambda x, weights, **k: _bincount_ref(x, weights.astype(np.int64) if weights.dtype == np.bool_ else _wide(weights), **k),
-       ALL, _bincount_weights_samples, out_dtype=lambda d: _default_int(d) if d == np.bool_ else d, tol=_SUM_TOL,
+       ALL, _bincount_weights_samples, out_dtype=lambda d: default_int(d) if d == np.bool_ else d, tol=SUM_TOLERANCES,
        ref_in_dtype=True, primitives=("scatter_add",),
        needs_concrete="x without length=: the number of bins is x.max() + 1")  # fmt: skip
 
@@ -380,7 +370,7 @@ def _digitize_samples(rng, d):
 
 _entry("digitize", lambda x, b, *a, **k: enp.digitize(x, b, *a, **k),
        lambda x, b, *a, **k: np.digitize(_wide(x), _wide(np.asarray(b)), *a, **k), REAL, _digitize_samples, NO_COMPLEX,
-       out_dtype=_default_int, nondiff=INTEGER_OUT, transforms=frozenset({"vmap", "jit"}), primitives=("sort", "cumsum"))  # fmt: skip
+       out_dtype=default_int, nondiff=INTEGER_OUT, transforms=frozenset({"vmap", "jit"}), primitives=("sort", "cumsum"))  # fmt: skip
 
 # --- convolve, correlate, polyval, interp, gradient, ediff1d ---------------------------------------------------
 
@@ -404,7 +394,7 @@ def _conv_samples(default_mode):
 for _name in ("convolve", "correlate"):
     _entry(_name, lambda a, v, _n=_name, **k: getattr(enp, _n)(a, v, **k),
            lambda a, v, _n=_name, **k: getattr(np, _n)(np.atleast_1d(a), np.atleast_1d(v), **k), ALL,
-           _conv_samples("full"), tol=_SUM_TOL, primitives=("conv_general_dilated",))  # fmt: skip
+           _conv_samples("full"), tol=SUM_TOLERANCES, primitives=("conv_general_dilated",))  # fmt: skip
 
 
 def _polyval_samples(rng, d):
@@ -417,7 +407,7 @@ def _polyval_samples(rng, d):
 
 
 _entry("polyval", lambda p, x: enp.polyval(p, x), lambda p, x: np.asarray(np.polyval(p, x)).astype(np.result_type(p, x)),
-       ALL, _polyval_samples, tol=_SUM_TOL, primitives=("mul", "add"))  # fmt: skip
+       ALL, _polyval_samples, tol=SUM_TOLERANCES, primitives=("mul", "add"))  # fmt: skip
 
 
 def _interp_samples(rng, d):
@@ -439,7 +429,7 @@ def _interp_ad_samples(rng, d):
 
 _entry("interp", lambda x, xp, fp, **k: enp.interp(x, xp, fp, **k),
        lambda x, xp, fp, **k: np.interp(_wide(x), _wide(xp), _wide(fp), **k), REAL, _interp_samples, NO_COMPLEX,
-       out_dtype=to_float, tol=_SUM_TOL, ad_samples=_interp_ad_samples, primitives=("sort", "gather"))  # fmt: skip
+       out_dtype=to_float, tol=SUM_TOLERANCES, ad_samples=_interp_ad_samples, primitives=("sort", "gather"))  # fmt: skip
 
 
 def _gradient_samples(rng, d):
@@ -460,7 +450,7 @@ def _gradient_ref(f, *varargs, **k):
 
 
 _entry("gradient", lambda f, *a, **k: enp.gradient(f, *a, **k), _gradient_ref, ALL, _gradient_samples,
-       out_dtype=to_float, tol={**_SUM_TOL, F32: (2e-5, 2e-5)}, primitives=("slice", "concatenate"))  # fmt: skip
+       out_dtype=to_float, tol={**SUM_TOLERANCES, F32: (2e-5, 2e-5)}, primitives=("slice", "concatenate"))  # fmt: skip
 
 
 def _ediff1d_samples(rng, d):
@@ -470,7 +460,7 @@ def _ediff1d_samples(rng, d):
 
 
 _entry("ediff1d", lambda a, **k: enp.ediff1d(a, **k), lambda a, **k: np.ediff1d(a, **k), NUMERIC, _ediff1d_samples,
-       NO_BOOL_SUB, ref_in_dtype=True, tol=_SUM_TOL, primitives=("sub",))  # fmt: skip
+       NO_BOOL_SUB, ref_in_dtype=True, tol=SUM_TOLERANCES, primitives=("sub",))  # fmt: skip
 
 # --- diagonals and index helpers ----------------------------------------------------------------------------------
 
@@ -487,7 +477,7 @@ _entry("diagflat", lambda v, k=0: enp.diagflat(v, k), np.diagflat, ALL,
 
 # Index results: the default integer, nothing to differentiate.
 _INDEX_RESULT = {
-    "out_dtype": _default_int,
+    "out_dtype": default_int,
     "nondiff": INTEGER_OUT,
     "transforms": frozenset({"vmap", "jit"}),
     "ref_in_dtype": True,
@@ -553,7 +543,7 @@ def _lex_keys(rng, shape, d):
     x = make_array(rng, shape, d, -2, 3)
     return (
         np.round(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)).astype(d)
-        if _is_float(d) or x.dtype.kind == "c"
+        if is_float(d) or x.dtype.kind == "c"
         else x
     )
 
@@ -592,7 +582,7 @@ _entry("select", lambda cs, vs, *a: enp.select(cs, vs, *a), lambda cs, vs, *a: n
 def _isin_samples(rng, d):
     e = _lex_keys(rng, (3, 4), d)
     t = np.concatenate([e.reshape(-1)[:2], _lex_keys(rng, (3,), d)]).astype(d)
-    if _is_float(d):
+    if is_float(d):
         e.reshape(-1)[5] = np.nan
         t[-1] = np.nan
     return [Sample((e, t)), Sample((e, t), {"invert": True}), Sample((e, t), {"kind": "sort"}),
@@ -608,12 +598,12 @@ _entry("isin", lambda e, t, **k: enp.isin(e, t, **k),
 def _close_samples(rng, d):
     a = make_array(rng, (3, 4), d)
     near = a.copy()
-    if _is_float(d) or a.dtype.kind == "c":
+    if is_float(d) or a.dtype.kind == "c":
         near = (a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) * (1 + 1e-9)).astype(d)
     far = a.copy()
     far.reshape(-1)[5] = ~far.reshape(-1)[5] if d == np.bool_ else far.reshape(-1)[5] + 3
     out = [Sample((a, near)), Sample((a, far)), Sample((a, a[0])), Sample((a[:0], a[:0]))]
-    if _is_float(d):
+    if is_float(d):
         n = a.copy()
         n.reshape(-1)[1] = np.nan
         out += [Sample((n, n)), Sample((n, n), {"equal_nan": True}), Sample((a, far), {"atol": 4.0})]

@@ -4,7 +4,7 @@ Creation, reductions, shape ops, contractions and `pad`, each against NumPy
 (or SciPy), with result dtypes by JAX's rules: sums of bool and small integers
 accumulate in the default integer, means and variances of integers are in the
 default float, and so on. The default dtypes depend on x64, which the runner
-turns on for the 64-bit dtypes; `_default_float(d)` / `_default_int(d)` say what
+turns on for the 64-bit dtypes; `default_float(d)` / `default_int(d)` say what
 they are while `d` is tested.
 """
 
@@ -21,14 +21,19 @@ from op_db import (
     NO_COMPLEX,
     NUMERIC,
     REAL,
-    SIGNED,
-    SIXTY_FOUR_BIT,
+    SUM_TOLERANCES,
     UNSIGNED,
     OpInfo,
     Sample,
     binary_samples,
+    canonical,
+    default_float,
+    default_int,
+    is_inexact_dtype,
     make_array,
     register,
+    same,
+    sum_dtype,
     to_float,
     to_real,
     unary_samples,
@@ -40,30 +45,8 @@ import ember.numpy as enp
 import ember.scipy.special as esp
 
 F16 = np.dtype(np.float16)
-_SUM_TOL = {F16: (1e-2, 2e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)}
 NOT_COUNTABLE = "bool cannot count: arange needs a numeric dtype (as lax.iota)"
 REAL_ONLY = "a real special function: complex arguments are not supported (as in jax.scipy.special)"
-
-
-def _default_float(d) -> np.dtype:
-    return np.dtype(np.float64 if np.dtype(d) in SIXTY_FOUR_BIT else np.float32)
-
-
-def _default_int(d) -> np.dtype:
-    return np.dtype(np.int64 if np.dtype(d) in SIXTY_FOUR_BIT else np.int32)
-
-
-def _canonical(t, d) -> np.dtype:
-    """`t` as ember stores it while `d` is tested (64-bit types need x64)."""
-    t = np.dtype(t)
-    if np.dtype(d) in SIXTY_FOUR_BIT:
-        return t
-    return {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32),
-            np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64)}.get(t, t)  # fmt: skip
-
-
-def _is_inexact(d) -> bool:
-    return np.dtype(d).kind in "fc" or np.dtype(d) == BF16
 
 
 def _kwarg_dtype_or(default):
@@ -71,31 +54,17 @@ def _kwarg_dtype_or(default):
 
     def rule(d, s):
         given = s.kwargs.get("dtype")
-        return _canonical(given, d) if given is not None else default(d)
+        return canonical(given, d) if given is not None else default(d)
 
     return rule
 
 
-def _same(d):
-    return d
-
-
-def _sum_dtype(d):
-    """JAX: bool and integers narrower than the default integer accumulate in it (unsigned in the unsigned one)."""
-    d = np.dtype(d)
-    if d == np.bool_ or d in SIGNED and d.itemsize < _default_int(d).itemsize:
-        return _default_int(d)
-    if d in UNSIGNED and d.itemsize < _default_int(d).itemsize:
-        return np.dtype(np.uint64 if d in SIXTY_FOUR_BIT else np.uint32)
-    return d
-
-
 def _mean_dtype(d):
-    return d if _is_inexact(d) else _default_float(d)
+    return d if is_inexact_dtype(d) else default_float(d)
 
 
 def _var_dtype(d):
-    return to_real(d) if _is_inexact(d) else _default_float(d)
+    return to_real(d) if is_inexact_dtype(d) else default_float(d)
 
 
 def _cases(*cases, low=None, high=None):
@@ -140,7 +109,7 @@ def _shape_dtype_samples(rng, d):
 
 def _given_or_default_float(d, s):
     given = s.kwargs.get("dtype", s.args[1] if len(s.args) > 1 else None)
-    return _canonical(given, d) if given is not None else _default_float(d)
+    return canonical(given, d) if given is not None else default_float(d)
 
 
 def _array_samples(rng, d):
@@ -180,7 +149,7 @@ def _tri_samples(rng, d):
 def _arange_samples(rng, d):
     out = [Sample((5,), {"dtype": d}), Sample((2, 9, 3), {"dtype": d}), Sample((0,), {"dtype": d}),
            Sample((6, 1, -2), {"dtype": d}), Sample((3, 3), {"dtype": d})]  # fmt: skip
-    if _is_inexact(d):
+    if is_inexact_dtype(d):
         out += [Sample((0.0, 2.0, 0.25), {"dtype": d}), Sample((-1.5, 1.0, 0.5), {"dtype": d})]
     if d in (np.dtype(np.int32), np.dtype(np.int64)):
         out += [Sample((7,)), Sample((-3, 4))]  # Python ints give the default integer
@@ -190,7 +159,7 @@ def _arange_samples(rng, d):
 
 
 def _arange_dtype(d, s):
-    return _canonical(s.kwargs["dtype"], d) if "dtype" in s.kwargs else d
+    return canonical(s.kwargs["dtype"], d) if "dtype" in s.kwargs else d
 
 
 def _arange_ref(*args, dtype=None):
@@ -219,7 +188,7 @@ def _linspace_samples(rng, d):
            Sample((a, b, 1), {"endpoint": False})]  # fmt: skip
     if d == np.bool_:
         out.append(Sample((0, 1, 4), {"dtype": d}))
-    if _is_inexact(d):
+    if is_inexact_dtype(d):
         out.append(Sample((a, b, 6), {"retstep": True}))  # (values, step), both of the result dtype
         out.append(Sample((a2, b2, 5), {"retstep": True, "endpoint": False}))
         out += [Sample((a, b, 0), {"retstep": True}), Sample((a, b, 1), {"retstep": True}),
@@ -240,7 +209,7 @@ def _geomspace_samples(rng, d):
     out = [Sample((2, 32, 2), {"dtype": d}), Sample((1, 1, 3), {"dtype": d})]
     if d != np.bool_ and d not in UNSIGNED:
         out.append(Sample((-4, -64, 2), {"dtype": d}))
-    if _is_inexact(d):
+    if is_inexact_dtype(d):
         a, b = np.asarray(make_array(rng, (), d, 0.5, 5)), np.asarray(make_array(rng, (), d, 0.5, 5))
         a2, b2 = make_array(rng, (2,), d, 0.5, 5), make_array(rng, (2,), d, 0.5, 5)
         out += [Sample((a, b, 5)), Sample((a, b, 4), {"endpoint": False}), Sample((-a, -b, 3)), Sample((a2, b2, 4)),
@@ -261,11 +230,11 @@ def _geomspace_ref(*args, dtype=None, **kwargs):
 
 def _space_dtype(d, s):
     if "dtype" in s.kwargs:
-        return _canonical(s.kwargs["dtype"], d)
+        return canonical(s.kwargs["dtype"], d)
     arrays = [a for a in s.args[:2] if isinstance(a, (np.ndarray, np.generic))]
     if not arrays:
-        return _default_float(d)
-    return d if _is_inexact(d) else _default_float(d)
+        return default_float(d)
+    return d if is_inexact_dtype(d) else default_float(d)
 
 
 def _triangle_samples(rng, d):
@@ -277,10 +246,10 @@ def _triangle_samples(rng, d):
 
 register(
     OpInfo("enp.array", lambda x, **kw: enp.array(x, **kw), lambda x, **kw: np.array(x, **kw), ALL, _array_samples,
-           out_dtype_of=_kwarg_dtype_or(_same), ref_in_dtype=True),
+           out_dtype_of=_kwarg_dtype_or(same), ref_in_dtype=True),
     OpInfo("enp.asarray", lambda x, **kw: enp.asarray(x, **kw), lambda x, **kw: np.asarray(x, **kw), ALL,
            lambda rng, d: [s for s in _array_samples(rng, d) if "ndmin" not in s.kwargs],
-           out_dtype_of=_kwarg_dtype_or(_same), ref_in_dtype=True),
+           out_dtype_of=_kwarg_dtype_or(same), ref_in_dtype=True),
     OpInfo("enp.copy", enp.copy, np.copy, ALL, unary_samples(), primitives=("copy",), ref_in_dtype=True),
     OpInfo("enp.zeros", lambda s, dt=None: enp.zeros(s, dt), lambda s, dt=None: np.zeros(s, dt), ALL,
            _shape_dtype_samples, out_dtype_of=_given_or_default_float),
@@ -289,15 +258,15 @@ register(
     OpInfo("enp.empty", lambda s, dt=None: enp.empty(s, dt), lambda s, dt=None: np.zeros(s, dt), ALL,
            _shape_dtype_samples, out_dtype_of=_given_or_default_float),  # ember's empty is zero-filled
     OpInfo("enp.zeros_like", lambda x, **kw: enp.zeros_like(x, **kw), lambda x, **kw: np.zeros_like(x, **kw), ALL,
-           _like_samples, out_dtype_of=_kwarg_dtype_or(_same)),
+           _like_samples, out_dtype_of=_kwarg_dtype_or(same)),
     OpInfo("enp.ones_like", lambda x, **kw: enp.ones_like(x, **kw), lambda x, **kw: np.ones_like(x, **kw), ALL,
-           _like_samples, out_dtype_of=_kwarg_dtype_or(_same)),
+           _like_samples, out_dtype_of=_kwarg_dtype_or(same)),
     OpInfo("enp.empty_like", lambda x, **kw: enp.empty_like(x, **kw), lambda x, **kw: np.zeros_like(x, **kw), ALL,
-           _like_samples, out_dtype_of=_kwarg_dtype_or(_same)),
+           _like_samples, out_dtype_of=_kwarg_dtype_or(same)),
     OpInfo("enp.full", lambda *a: enp.full(*a), lambda s, v, dt=None: np.full(s, v, dt), ALL, _full_samples,
            ref_in_dtype=True),
     OpInfo("enp.full_like", lambda x, v, **kw: enp.full_like(x, v, **kw),
-           lambda x, v, **kw: np.full_like(x, v, **kw), ALL, _full_like_samples, out_dtype_of=_kwarg_dtype_or(_same),
+           lambda x, v, **kw: np.full_like(x, v, **kw), ALL, _full_like_samples, out_dtype_of=_kwarg_dtype_or(same),
            ref_in_dtype=True),
     OpInfo("enp.eye", lambda *a, **kw: enp.eye(*a, **kw), lambda *a, **kw: np.eye(*a, **kw), ALL, _eye_samples,
            out_dtype_of=_given_or_default_float),
@@ -365,15 +334,15 @@ def _reduction_samples(low=None, high=None, nonempty=False, initial=None, dtypes
     return make
 
 
-def _sum_like(name, np_fn, dtype_rule, samples, dtypes=ALL, unsupported="", tol=_SUM_TOL, **kw):
+def _sum_like(name, np_fn, dtype_rule, samples, dtypes=ALL, unsupported="", tol=SUM_TOLERANCES, **kw):
     register(OpInfo(f"enp.{name}", lambda x, **k: getattr(enp, name)(x, **k), lambda x, **k: np_fn(x, **k), dtypes,
                     samples, unsupported, out_dtype_of=_kwarg_dtype_or(dtype_rule), tol=tol, **kw))  # fmt: skip
 
 
-_sum_like("sum", np.sum, _sum_dtype, _reduction_samples(initial=2, dtypes=(np.float32, np.int32)))
-_sum_like("prod", np.prod, _sum_dtype, _reduction_samples(-2, 3, initial=2, dtypes=(np.float32, np.int32)))
+_sum_like("sum", np.sum, sum_dtype, _reduction_samples(initial=2, dtypes=(np.float32, np.int32)))
+_sum_like("prod", np.prod, sum_dtype, _reduction_samples(-2, 3, initial=2, dtypes=(np.float32, np.int32)))
 _sum_like("mean", np.mean, _mean_dtype, _reduction_samples(dtypes=(np.float32,)))
-_sum_like("nansum", np.nansum, _sum_dtype, with_specials(_reduction_samples(initial=1, dtypes=(np.float32,)),
+_sum_like("nansum", np.nansum, sum_dtype, with_specials(_reduction_samples(initial=1, dtypes=(np.float32,)),
                                                          values=(np.nan, 1.0, np.nan, -2.0)))  # fmt: skip
 _sum_like("nanmean", np.nanmean, _mean_dtype, with_specials(_reduction_samples(), values=(np.nan, 1.0, np.nan, -2.0)))
 _PLAIN_REDUCTION = _reduction_samples()
@@ -395,7 +364,7 @@ for _name, _fn in (("var", np.var), ("std", np.std)):
         tol={F16: (3e-2, 3e-2), BF16: (8e-2, 8e-2), np.dtype(np.float32): (1e-5, 1e-5),
              np.dtype(np.complex64): (1e-5, 1e-5)}, ad_samples=_std_ad_samples if _name == "std" else None)  # fmt: skip
 for _name, _fn in (("max", np.max), ("min", np.min)):
-    _sum_like(_name, _fn, _same, with_specials(_reduction_samples(nonempty=True, initial=1), values=(1.0, np.nan, -np.inf)),
+    _sum_like(_name, _fn, same, with_specials(_reduction_samples(nonempty=True, initial=1), values=(1.0, np.nan, -np.inf)),
               REAL, NO_COMPLEX, tol={}, aliases=(f"a{_name}",), ref_in_dtype=True)  # fmt: skip
 for _name, _fn in (("all", np.all), ("any", np.any)):
     _sum_like(_name, _fn, lambda d: np.dtype(np.bool_), _reduction_samples(-1, 2), ref_in_dtype=True)
@@ -409,7 +378,7 @@ def _arg_samples(rng, d):
 
 
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
-    _sum_like(_name, _fn, _default_int, with_specials(_arg_samples, values=(1.0, np.nan, -np.inf, np.nan)), REAL,
+    _sum_like(_name, _fn, default_int, with_specials(_arg_samples, values=(1.0, np.nan, -np.inf, np.nan)), REAL,
               NO_COMPLEX, tol={}, ref_in_dtype=True)  # fmt: skip
 
 
@@ -422,7 +391,7 @@ def _as(x, dtype):
 
 def _shape_op(name, ref, samples, aliases=()):
     register(OpInfo(f"enp.{name}", lambda *a, **k: getattr(enp, name)(*a, **k), ref, ALL, samples, ref_in_dtype=True,
-                    aliases=aliases, out_dtype_of=_kwarg_dtype_or(_same)))  # fmt: skip
+                    aliases=aliases, out_dtype_of=_kwarg_dtype_or(same)))  # fmt: skip
 
 
 _shape_op("reshape", lambda x, s, **k: np.reshape(x, s, **k),
@@ -498,7 +467,7 @@ register(OpInfo("enp.pad", lambda x, w, **k: enp.pad(x, w, **k), lambda x, w, **
 
 
 def _contraction(name, ref, samples, **kw):
-    register(OpInfo(f"enp.{name}", lambda *a, **k: getattr(enp, name)(*a, **k), ref, ALL, samples, tol=_SUM_TOL, **kw))
+    register(OpInfo(f"enp.{name}", lambda *a, **k: getattr(enp, name)(*a, **k), ref, ALL, samples, tol=SUM_TOLERANCES, **kw))
 
 
 _contraction("matmul", np.matmul, _cases(
@@ -566,7 +535,7 @@ def _logsumexp_samples(rng, d):
     b = make_array(rng, (2, 3), d, 0, 3)
     out += [Sample((x,), {"axis": 1, "keepdims": True}), Sample((x,), {"b": b}), Sample((x,), {"b": b, "axis": 0}),
             Sample((make_array(rng, (3, 2), d, -50, 80),), {"axis": 0})]  # fmt: skip
-    if _is_inexact(d):
+    if is_inexact_dtype(d):
         out.append(Sample((np.array([[-np.inf, -np.inf], [np.inf, 1.0], [np.nan, 1.0], [-np.inf, 2.0]], d),), {"axis": 1}))
     if d.kind != "c" and d != np.bool_ and d not in UNSIGNED:
         neg = make_array(rng, (2, 3), d, -3, 3)

@@ -24,6 +24,7 @@ from op_db import (
     SIXTY_FOUR_BIT,
     OpInfo,
     Sample,
+    default_float,
     make_array,
     register,
 )
@@ -44,10 +45,6 @@ REAL_SPACING = "the sample spacing d is a real scalar"
 def _complex_of(d) -> np.dtype:
     """The complex dtype a transform of `d` computes in (x64 is on exactly for the 64-bit dtypes)."""
     return C128 if np.dtype(d) in SIXTY_FOUR_BIT else C64
-
-
-def _real_of(d) -> np.dtype:
-    return F64 if np.dtype(d) in SIXTY_FOUR_BIT else F32
 
 
 def _arr(rng, shape, d):
@@ -126,7 +123,7 @@ def _transform(name, cases, real_in=False, real_out=False):
     fn = getattr(enp.fft, name)
     return OpInfo(f"enp.fft.{name}", lambda x, **kw: fn(x, **kw), _ref(getattr(np.fft, name), real_in),
                   REAL if real_in else ALL, _samples(cases), REAL_INPUT if real_in else "", primitives=("fft",),
-                  out_dtype=_real_of if real_out else _complex_of, tol=FFT_TOL)  # fmt: skip
+                  out_dtype=default_float if real_out else _complex_of, tol=FFT_TOL)  # fmt: skip
 
 
 register(
@@ -156,7 +153,7 @@ def _freq_samples(rng, d):
 
 
 def _freq_dtype(d, sample):
-    return F32 if "dtype" in sample.kwargs else _real_of(d)
+    return F32 if "dtype" in sample.kwargs else default_float(d)
 
 
 def _freq_ref(fn):

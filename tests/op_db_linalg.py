@@ -14,7 +14,20 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sl
-from op_db import ALL, BF16, BOOL, INTEGER, OpInfo, Sample, make_array, register, to_float, to_real
+from op_db import (
+    ALL,
+    BF16,
+    BOOL,
+    INTEGER,
+    SUM_TOLERANCES,
+    OpInfo,
+    Sample,
+    make_array,
+    register,
+    sum_dtype,
+    to_float,
+    to_real,
+)
 
 import ember.numpy as enp
 import ember.scipy.linalg as esl
@@ -268,15 +281,6 @@ def _small(rng, shape, d):
     return make_array(rng, shape, d, -2, 3)
 
 
-SUM_TOL = {F16: (1e-2, 2e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)}
-
-
-def _trace_dtype(d):  # enp.sum's accumulation dtype (as jnp)
-    if d.kind == "b" or d.kind == "i" and d.itemsize < 4:
-        return np.dtype(np.int32)
-    return np.dtype(np.uint32) if d.kind == "u" and d.itemsize < 4 else d
-
-
 register(
     OpInfo("enp.linalg.inv", lambda a: enp.linalg.inv(a), np.linalg.inv, PROMOTED, _inv_samples, NO_HALF,
            primitives=("inv",), out_dtype=_float_of, tol=TOL),
@@ -310,22 +314,22 @@ register(
            lambda rng, d: [Sample((make_array(rng, (3,), d), make_array(rng, (2,), d))),
                            Sample((make_array(rng, (0,), d), make_array(rng, (2,), d)))], "", primitives=("mul",)),
     OpInfo("enp.linalg.multi_dot", lambda xs: enp.linalg.multi_dot(xs), np.linalg.multi_dot, ALL, _multi_dot_samples,
-           "", primitives=("dot_general",), tol=SUM_TOL),
+           "", primitives=("dot_general",), tol=SUM_TOLERANCES),
     OpInfo("enp.linalg.tensordot", lambda a, b, **k: enp.linalg.tensordot(a, b, **k), np.tensordot, ALL,
            lambda rng, d: [Sample((_small(rng, (2, 3), d), _small(rng, (3, 4), d)), {"axes": 1}),
                            Sample((_small(rng, (2, 3, 4), d), _small(rng, (3, 4), d)))],
-           "", primitives=("dot_general",), tol=SUM_TOL),
+           "", primitives=("dot_general",), tol=SUM_TOLERANCES),
     OpInfo("enp.linalg.matmul", lambda a, b: enp.linalg.matmul(a, b), np.matmul, ALL, _two_matrices, "",
-           primitives=("dot_general",), tol=SUM_TOL),
+           primitives=("dot_general",), tol=SUM_TOLERANCES),
     OpInfo("enp.linalg.vecdot", lambda a, b, **k: enp.linalg.vecdot(a, b, **k), lambda a, b, axis=-1: np.linalg.vecdot(a, b, axis=axis),
            ALL, lambda rng, d: [Sample((_small(rng, (2, 3), d), _small(rng, (3,), d))),
                                 Sample((_small(rng, (3, 2), d), _small(rng, (3, 2), d)), {"axis": 0})],
-           "", primitives=("dot_general",), tol=SUM_TOL),
+           "", primitives=("dot_general",), tol=SUM_TOLERANCES),
     OpInfo("enp.linalg.matrix_transpose", lambda a: enp.linalg.matrix_transpose(a), np.linalg.matrix_transpose, ALL,
            _matrices([(2, 3), (2, 1, 4), (0, 2)]), "", primitives=("transpose",)),
     OpInfo("enp.linalg.trace", lambda a, **k: enp.linalg.trace(a, **k), lambda a, offset=0: np.linalg.trace(a, offset=offset),
            ALL, lambda rng, d: [Sample((_small(rng, (3, 3), d),)), Sample((_small(rng, (2, 3, 4), d),), {"offset": 1})],
-           "", primitives=("gather", "reduce_sum"), out_dtype=_trace_dtype, tol=SUM_TOL),
+           "", primitives=("gather", "reduce_sum"), out_dtype=sum_dtype, tol=SUM_TOLERANCES),
     OpInfo("enp.linalg.diagonal", lambda a, **k: enp.linalg.diagonal(a, **k),
            lambda a, offset=0: np.linalg.diagonal(a, offset=offset), ALL,
            lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 3, 4), d),), {"offset": -1})],

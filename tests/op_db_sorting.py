@@ -14,52 +14,32 @@ import numpy as np
 import scipy.special as sc
 from op_db import (
     ALL,
-    BF16,
     FLOATING,
     NO_BOOL,
     NO_COMPLEX,
     NUMERIC,
     REAL,
-    SIGNED,
-    SIXTY_FOUR_BIT,
-    UNSIGNED,
+    SUM_TOLERANCES,
     OpInfo,
     Sample,
+    default_int,
+    is_float,
     make_array,
     register,
+    sum_dtype,
 )
 
 import ember.numpy as enp
 from ember import lax
 
-F16 = np.dtype(np.float16)
 INT32 = np.dtype(np.int32)
-_SCAN_TOL = {F16: (1e-2, 2e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.complex64): (1e-5, 1e-5)}
 FLOAT_ONLY_LSE = "log-sum-exp of real floating inputs only (lax does not promote; complex is not supported)"
-
-
-def _is_float(d) -> bool:
-    return np.dtype(d).kind == "f" or np.dtype(d) == BF16
-
-
-def _default_int(d) -> np.dtype:
-    return np.dtype(np.int64 if np.dtype(d) in SIXTY_FOUR_BIT else np.int32)
-
-
-def _sum_dtype(d) -> np.dtype:
-    """jnp.cumsum/cumprod: bool and integers narrower than the default integer accumulate in it."""
-    d = np.dtype(d)
-    if d == np.bool_ or d in SIGNED and d.itemsize < _default_int(d).itemsize:
-        return _default_int(d)
-    if d in UNSIGNED and d.itemsize < _default_int(d).itemsize:
-        return np.dtype(np.uint64 if d in SIXTY_FOUR_BIT else np.uint32)
-    return d
 
 
 def _with_ties(rng, shape, d) -> np.ndarray:
     """Few distinct values, so that stability matters; floats get -0.0 next to 0.0."""
     x = make_array(rng, shape, d, -2, 3)
-    if _is_float(d):
+    if is_float(d):
         x = np.round(x.astype(np.float64)).astype(d)
         if x.size > 2:
             flat = x.reshape(-1)
@@ -77,7 +57,7 @@ def _distinct(rng, n: int, d) -> np.ndarray:
 
 def _with_nans(rng, shape, d) -> np.ndarray:
     x = _with_ties(rng, shape, d)
-    if _is_float(d) and x.size:
+    if is_float(d) and x.size:
         flat = x.reshape(-1)
         picks = rng.choice(flat.size, size=max(1, flat.size // 4), replace=False)
         flat[picks] = np.array([np.nan, np.inf, -np.inf, np.nan])[np.arange(picks.size) % 4].astype(d)
@@ -102,7 +82,7 @@ def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
     """np.lexsort keys (least significant first) for JAX's total order: complex by (real, imag)."""
     if x.dtype.kind == "c":
         return [x.imag, x.real]
-    return [x.astype(np.float64) if _is_float(x.dtype) else x]
+    return [x.astype(np.float64) if is_float(x.dtype) else x]
 
 
 def _lex_perm(keys, axis: int) -> np.ndarray:
@@ -162,7 +142,7 @@ def _scan_samples(low=None, high=None, specials=False):
         out = [Sample((make_array(rng, s, d, low, high),), {"axis": ax, "reverse": rev})
                for (s, ax), rev in zip(_SCAN_SHAPES, [False, True] * 4)]  # fmt: skip
         out.append(Sample((make_array(rng, (4,), d, low, high),)))
-        if specials and _is_float(d):
+        if specials and is_float(d):
             x = np.array([[1.0, np.nan, 2.0, 0.5], [-np.inf, -np.inf, 1000.0, -1000.0], [np.inf, 1.0, -np.inf, 3.0]])
             out += [Sample((x.astype(d),), {"axis": 1, "reverse": r}) for r in (False, True)]
         return out
@@ -173,7 +153,7 @@ def _scan_samples(low=None, high=None, specials=False):
 def _lax_scan(name, ref, dtypes, unsupported, samples, tol=None, ref_in_dtype=False):
     op = getattr(lax, name)
     register(OpInfo(f"lax.{name}", lambda x, **k: op(x, **k), _reverse_wrap(ref), dtypes, samples, unsupported,
-                    primitives=(name,), tol=tol or _SCAN_TOL, ref_in_dtype=ref_in_dtype))  # fmt: skip
+                    primitives=(name,), tol=tol or SUM_TOLERANCES, ref_in_dtype=ref_in_dtype))  # fmt: skip
 
 
 _lax_scan("cumsum", lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype), NUMERIC, NO_BOOL, _scan_samples())
@@ -293,7 +273,7 @@ def _check_partition(x: np.ndarray, p: np.ndarray, kth, axis) -> None:
     """NumPy's guarantees: p[kth] is what a full sort puts there; before it <=, after it >= (NaN largest)."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    if _is_float(x.dtype):
+    if is_float(x.dtype):
         x, p = x.astype(np.float64), p.astype(np.float64)
     x, p = np.moveaxis(x, axis, -1), np.moveaxis(p, axis, -1)
     want = np.sort(x, axis=-1)
@@ -356,14 +336,14 @@ register(
     OpInfo("enp.sort", lambda x, **k: enp.sort(x, **k), _np_sort_ref, ALL, _np_sort_samples, "", primitives=("sort",),
            ref_in_dtype=True, ad_samples=_np_sort_ad_samples),
     OpInfo("enp.argsort", lambda x, **k: enp.argsort(x, **k), _np_argsort_ref, ALL, _np_sort_samples, "",
-           primitives=("sort", "iota"), out_dtype=_default_int, ref_in_dtype=True),
+           primitives=("sort", "iota"), out_dtype=default_int, ref_in_dtype=True),
     # partition returns one of many valid answers: the op checks NumPy's guarantees on it and the
     # comparison sees it sorted (the same multiset as the reference's full sort).
     OpInfo("enp.partition", lambda x, kth, **k: enp.sort(_partition_op(x, kth, **k), axis=k.get("axis", -1)),
            _sorted_ref, ALL, _partition_samples, "", primitives=("sort",), ad_samples=_partition_ad_samples,
            needs_concrete="kth must be a concrete int (as in NumPy and JAX), and this entry checks the partition guarantee on concrete values"),
     OpInfo("enp.argpartition", lambda x, kth, **k: enp.sort(_argpartition_op(x, kth, **k), axis=k.get("axis", -1)),
-           _arange_ref, ALL, _partition_samples, "", primitives=("sort",), out_dtype=_default_int,
+           _arange_ref, ALL, _partition_samples, "", primitives=("sort",), out_dtype=default_int,
            ad_samples=_partition_ad_samples, needs_concrete="kth must be a concrete int (as in NumPy and JAX), and this entry checks the partition guarantee on concrete values"),
 )  # fmt: skip
 
@@ -434,7 +414,7 @@ for _name, _fn, _nan, _low, _high in [("cumsum", np.cumsum, None, None, None), (
                                       ("nancumsum", np.cumsum, 0, None, None), ("nancumprod", np.cumprod, 1, -2, 3)]:  # fmt: skip
     register(OpInfo(f"enp.{_name}", lambda x, _n=_name, **k: getattr(enp, _n)(x, **k), _np_cum(_fn, _nan), ALL,
                     _cum_samples(nan=_nan is not None, low=_low, high=_high), "", primitives=(_name.replace("nan", ""),),
-                    out_dtype_of=_kwarg_dtype_or(_sum_dtype), tol=_SCAN_TOL,
+                    out_dtype_of=_kwarg_dtype_or(sum_dtype), tol=SUM_TOLERANCES,
                     ad_samples=_cum_ad_samples(nan=_nan is not None, low=_low, high=_high)))  # fmt: skip
 
 
@@ -450,7 +430,7 @@ def _diff_samples(rng, d):
 
 register(
     OpInfo("enp.diff", lambda x, **k: enp.diff(x, **k), lambda x, **k: np.diff(x, **k), ALL, _diff_samples, "",
-           primitives=("slice", "sub"), tol=_SCAN_TOL, ref_in_dtype=True),
+           primitives=("slice", "sub"), tol=SUM_TOLERANCES, ref_in_dtype=True),
 )  # fmt: skip
 
 # --- ember.numpy: searchsorted, unique ---------------------------------------------------------------
@@ -458,7 +438,7 @@ register(
 
 def _order(x: np.ndarray) -> np.ndarray:
     # np.argsort of bfloat16 (ml_dtypes) does not put NaN last; float64 holds every value exactly.
-    return np.argsort(x.astype(np.float64) if _is_float(x.dtype) else x, kind="stable")
+    return np.argsort(x.astype(np.float64) if is_float(x.dtype) else x, kind="stable")
 
 
 def _searchsorted_samples(rng, d):
@@ -538,6 +518,6 @@ register(
     OpInfo("enp.unique", lambda x, **k: enp.unique(x, **k), lambda x, **k: _unique_np(x, **k)[0], ALL, _unique_samples,
            "", primitives=("sort",), ad_samples=_unique_ad_samples, needs_concrete="the input without size=: the number of distinct values sets the result's length"),
     OpInfo("enp.unique[extras]", _unique_extras, lambda x, **k: _unique_np(x, **k)[1:], ALL, _unique_samples, "",
-           primitives=("sort", "cumsum"), out_dtype=_default_int, ad_samples=_unique_ad_samples, needs_concrete="the input without size=: the number of distinct values sets the result's length"),
+           primitives=("sort", "cumsum"), out_dtype=default_int, ad_samples=_unique_ad_samples, needs_concrete="the input without size=: the number of distinct values sets the result's length"),
 )  # fmt: skip
 
