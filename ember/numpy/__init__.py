@@ -48,7 +48,8 @@ from ember.numpy._creation import (
 from ember.numpy._dtypes import *
 from ember.numpy._dtypes import can_cast, finfo, iinfo, isdtype, issubdtype, promote_types, result_type
 from ember.numpy._math import *
-from ember.numpy._math import round
+from ember.numpy._rounding import *
+from ember.numpy._rounding import round
 from ember.numpy._index_tricks import *
 from ember.numpy._polynomial import *
 from ember.numpy._statistics import *

@@ -16,7 +16,7 @@ from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import InvalidArgumentError, ShapeError
-from ember.numpy import _array_api, _contract, _creation, _indexing, _math, _ndarray_extras, _reductions, _shape
+from ember.numpy import _array_api, _contract, _creation, _indexing, _ndarray_extras, _reductions, _rounding, _shape
 from ember.numpy import _sorting, _take, _ufuncs
 from ember.numpy._core import check_device
 
@@ -265,7 +265,7 @@ _FORWARDED = (
                    "nanmean")),
     (_sorting, ("sort", "argsort", "partition", "argpartition", "cumsum", "cumprod", "searchsorted")),
     (_take, ("take", "diagonal", "trace", "nonzero", "repeat")),
-    (_math, ("round",)),
+    (_rounding, ("round",)),
     (_ndarray_extras, ("ptp", "choose")),
 )
 

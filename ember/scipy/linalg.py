@@ -260,9 +260,10 @@ def expm(A: ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 1
     """
     from ember.numpy import _ufuncs as uf
     from ember.numpy._creation import eye
-    from ember.numpy._math import ceil, exp2, log2
+    from ember.numpy._math import exp2, log2
     from ember.numpy._reductions import max as _max
     from ember.numpy._reductions import sum as _sum
+    from ember.numpy._rounding import ceil
 
     (a,) = _promote_inexact("expm", A)
     _square("expm", a)
