@@ -27,7 +27,7 @@ from ember import numpy as enp
 from ember.lax import _elementwise as ew
 from ember.lax import _structural as st
 from ember.lax._convert import convert
-from ember.lax.control_flow import switch, while_loop
+from ember.lax.control_flow import cond, while_loop
 from ember.transforms.jit import jit
 from ember.random._continuous import prepare, result_shape, uniform_open
 from ember.random._distributions import ArrayLike, _broadcast, _param
@@ -50,25 +50,23 @@ def _real_param(fn: str, x, name: str) -> Array:
     return x
 
 
-def _all(x: Array) -> Array:
-    return st.reduce_and(x, tuple(range(x.ndim))) if x.ndim else x
-
-
 def _any(x: Array) -> Array:
     return st.reduce_or(x, tuple(range(x.ndim))) if x.ndim else x
 
 
-def _either(pred: Array, on_true, on_false, *operands: Array) -> Array:
-    """``select(pred, on_true(*operands), on_false(*operands))``, running only the samplers some element needs.
+def _either(pred: Array, on_true, on_false, dtype: np.dtype, *operands: Array) -> Array:
+    """``select(pred, on_true(*operands), on_false(*operands))``, running each sampler only if some element takes it.
 
-    JAX runs both samplers over every element and selects; the samples are the same, but skipping
-    a rejection loop that no element uses halves the time of a poisson or binomial draw. (The
-    branches take their inputs as operands: values they closed over would be computed outside.)
+    JAX runs both samplers over every element and selects; the samples are the same, but skipping a
+    rejection loop that no element uses halves the time of a poisson or binomial draw. Each sampler
+    has its own cond against zeros: under vmap a cond runs all its branches, and a three-way switch
+    (Knuth, rejection, both) would run each sampler twice. The branches take their inputs as
+    operands (values they closed over would be computed outside the cond).
     """
-    branches = [lambda _, *ops: on_true(*ops), lambda _, *ops: on_false(*ops),
-                lambda p, *ops: ew.select(p, on_true(*ops), on_false(*ops))]  # fmt: skip
-    which = ew.select(_all(pred), const(0, np.int32), ew.select(_any(pred), const(2, np.int32), const(1, np.int32)))
-    return switch(which, branches, pred, *operands)
+    zeros = lambda *_: const(np.zeros(pred.shape, dtype), dtype)  # noqa: E731
+    taken = cond(_any(pred), on_true, zeros, *operands)
+    other = cond(_any(ew.bitwise_not(pred)), on_false, zeros, *operands)
+    return ew.select(pred, taken, other)
 
 
 # --- poisson ------------------------------------------------------------------------------------------
@@ -112,7 +110,7 @@ def _poisson(key: Array, lam: Array, dtype: np.dtype) -> Array:
     lam_reject = ew.select(use_knuth, _broadcast(const(1e5, lam.dtype), shape), lam)
     knuth = lambda k, lam_k, _: _poisson_knuth(k, lam_k, dtype)  # noqa: E731
     reject = lambda k, _, lam_r: _poisson_rejection(k, lam_r, dtype)  # noqa: E731
-    out = _either(use_knuth, knuth, reject, key, lam_knuth, lam_reject)
+    out = _either(use_knuth, knuth, reject, dtype, key, lam_knuth, lam_reject)
     return ew.select(ew.eq(lam, 0.0), ew.mul(out, const(0, dtype)), out)
 
 
@@ -224,7 +222,7 @@ def _binomial(key: Array, count: Array, prob: Array) -> Array:
     q_btrs = ew.select(use_inversion, full(0.5), q)
     inversion = lambda k, n_inv, q, *_: _binomial_inversion(k, n_inv, q)  # noqa: E731
     btrs = lambda k, _, __, n_btrs, q_btrs: _btrs(k, n_btrs, q_btrs)  # noqa: E731
-    samples = _either(use_inversion, inversion, btrs, key, count_inv, q, count_btrs, q_btrs)
+    samples = _either(use_inversion, inversion, btrs, dtype, key, count_inv, q, count_btrs, q_btrs)
     invalid = ew.bitwise_or(ew.bitwise_or(q_neg, q_nan), count_bad)
     samples = ew.select(invalid, full(np.nan), samples)
     samples = ew.select(ew.bitwise_and(count_inf, ew.bitwise_not(invalid)), full(np.inf), samples)
