@@ -229,7 +229,7 @@ def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Array:
     """Product over `axes`.
 
     >>> lax.reduce_prod(enp.full((2,), 3.0), (0,))
-    Array(9., dtype=float32)
+    Array(9., dtype=float32, weak_type=True)
     """
     return _reduce(rd.reduce_prod_p, "reduce_prod", operand, axes)
 
