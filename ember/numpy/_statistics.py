@@ -123,7 +123,10 @@ def _lerp(a: Array, b: Array, t: Array) -> Array:
     return where(t >= 0.5, b - d * (1 - t), a + d * t)
 
 
-def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool, scale: float, weights=None) -> Array:
+def _quantile(op: str, a, q, axis, out, method: str, keepdims: bool, nan_aware: bool, scale: float,
+              weights=None) -> Array:  # fmt: skip
+    if out is not None:
+        raise InvalidArgumentError(f"{op}: ember arrays are immutable, so out= is not supported; use the return value")
     if method not in _METHODS:
         raise InvalidArgumentError(f"{op}: method={method!r} is not one of {_METHODS}")
     if weights is not None and method != "inverted_cdf":
@@ -225,11 +228,6 @@ _QUANTILE_ARGS = """
 """
 
 
-def _check_out(op: str, out) -> None:
-    if out is not None:
-        raise InvalidArgumentError(f"{op}: ember arrays are immutable, so out= is not supported; use the return value")
-
-
 def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
              method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:  # fmt: skip
     """The q-th quantiles of `a` over `axis`; NaN where a reduced slice holds a NaN.
@@ -239,8 +237,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_
     >>> enp.quantile(enp.asarray([[1, 5], [3, 2]]), enp.asarray([0.0, 1.0]), axis=1, method="lower").tolist()
     [[1.0, 2.0], [5.0, 3.0]]
     """
-    _check_out("quantile", out)
-    return _quantile("quantile", a, q, axis, method, keepdims, False, 1, weights)
+    return _quantile("quantile", a, q, axis, out, method, keepdims, False, 1, weights)
 
 
 def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
@@ -250,8 +247,7 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrit
     >>> enp.percentile(enp.asarray([1.0, 2.0, 3.0, 4.0]), 25)
     Array(1.75, dtype=float32)
     """
-    _check_out("percentile", out)
-    return _quantile("percentile", a, q, axis, method, keepdims, False, 100, weights)
+    return _quantile("percentile", a, q, axis, out, method, keepdims, False, 100, weights)
 
 
 def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
@@ -261,8 +257,7 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwri
     >>> enp.nanquantile(enp.asarray([1.0, float("nan"), 3.0]), 0.5)
     Array(2., dtype=float32)
     """
-    _check_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True, 1, weights)
+    return _quantile("nanquantile", a, q, axis, out, method, keepdims, True, 1, weights)
 
 
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = False,
@@ -272,8 +267,7 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out=None, overw
     >>> enp.nanpercentile(enp.asarray([1.0, float("nan"), 3.0]), 100)
     Array(3., dtype=float32)
     """
-    _check_out("nanpercentile", out)
-    return _quantile("nanpercentile", a, q, axis, method, keepdims, True, 100, weights)
+    return _quantile("nanpercentile", a, q, axis, out, method, keepdims, True, 100, weights)
 
 
 for _fn, _what in ((quantile, "the quantiles, in [0, 1]"), (percentile, "the percentiles, in [0, 100]"),
@@ -300,8 +294,7 @@ def median(a: ArrayLike, axis: Axis = None, out=None, overwrite_input: bool = Fa
     >>> enp.median(enp.asarray([[1.0, 4.0, 2.0], [3.0, 0.0, 8.0]]), axis=1).tolist()
     [2.0, 3.0]
     """
-    _check_out("median", out)
-    return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False, 1)
+    return _quantile("median", a, 0.5, axis, out, "midpoint", keepdims, False, 1)
 
 
 def nanmedian(
@@ -322,8 +315,7 @@ def nanmedian(
     >>> enp.nanmedian(enp.asarray([1.0, float("nan"), 4.0, 2.0]))
     Array(2., dtype=float32)
     """
-    _check_out("nanmedian", out)
-    return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True, 1)
+    return _quantile("nanmedian", a, 0.5, axis, out, "midpoint", keepdims, True, 1)
 
 
 # --- average, cov, corrcoef -----------------------------------------------------------------------
