@@ -183,6 +183,31 @@ def test_triangular_solve_of_a_large_ill_conditioned_matrix_is_backward_stable()
     assert residual < 1e-13
 
 
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1, 2])
+def test_blocked_triangular_solves_against_scipy(left_side, lower, trans):
+    # 70 rows: several diagonal blocks and a partial last one, forward and backward substitution, and the
+    # right-side solve through its transpose (the op database's matrices fit in one block).
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((2, 70, 70)) + 1j * rng.standard_normal((2, 70, 70)) + 20 * np.eye(70)
+    b = rng.standard_normal((2, 70, 5) if left_side else (2, 5, 70)) + 0j
+    transpose_a, conjugate_a = trans > 0, trans == 2
+    with ember.config.x64(True):
+        x = np.asarray(lax.linalg.triangular_solve(a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                                                   conjugate_a=conjugate_a))  # fmt: skip
+    for i in range(2):
+        if left_side:
+            want = sl.solve_triangular(a[i], b[i], trans=trans, lower=lower)
+        else:  # x op(a) = b  <=>  op(a)^T x^T = b^T, and op(a)^T is a with the other transposition
+            flip = {0: 1, 1: 0, 2: None}[trans]
+            if flip is None:  # x a^H = b  <=>  a x^H = b^H
+                want = sl.solve_triangular(a[i], b[i].conj().T, lower=lower).conj().T
+            else:
+                want = sl.solve_triangular(a[i], b[i].T, trans=flip, lower=lower).T
+        np.testing.assert_allclose(x[i], want, rtol=1e-12, atol=1e-14)
+
+
 # --- transforms ------------------------------------------------------------------------------------------------
 
 

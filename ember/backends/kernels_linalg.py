@@ -170,15 +170,12 @@ def triangular_solve_kernel(xp, a, b, *, left_side, lower, transpose_a, conjugat
         t = xp.conj(t)
     if transpose_a:
         t, lower = xp.swapaxes(t, -1, -2), not lower
-    if not left_side:  # x T = b  <=>  T^T x^T = b^T
-        t, lower, b = xp.swapaxes(t, -1, -2), not lower, xp.swapaxes(b, -1, -2)
-    if not lower:  # reversing rows and columns makes an upper triangle lower
-        x = _lower_solve(xp, t[..., ::-1, ::-1], b[..., ::-1, :])[..., ::-1, :]
-    else:
-        x = _lower_solve(xp, t, b)
-    if not left_side:
-        x = xp.swapaxes(x, -1, -2)
-    return xp.ascontiguousarray(x)
+    if left_side:
+        return _substitute(xp, t, b, lower)
+    # x T = b  <=>  T^T x^T = b^T, solved into the transposed view of a C-contiguous result
+    out = xp.empty(b.shape, np.result_type(t, b))
+    _substitute(xp, xp.swapaxes(t, -1, -2), xp.swapaxes(b, -1, -2), not lower, xp.swapaxes(out, -1, -2))
+    return out
 
 
 def _triangle(xp, a, lower: bool, unit: bool):
@@ -192,21 +189,26 @@ def _triangle(xp, a, lower: bool, unit: bool):
     return t
 
 
-def _lower_solve(xp, t, b):
-    """x with t x = b, t lower triangular (..., m, m), b (..., m, n), shared batch axes."""
+def _substitute(xp, t, b, lower: bool, out=None):
+    """x with t x = b, t lower (else upper) triangular (..., m, m), b (..., m, n) of the same batch axes:
+    blocked forward (else backward) substitution, into `out` when given. Transposed views keep positive
+    strides, which matmul hands to BLAS as they are (reversed views, [::-1], it would copy at every product)."""
     m = t.shape[-1]
+    x = xp.empty(b.shape, np.result_type(t, b)) if out is None else out
     with np.errstate(all="ignore"):
-        if m <= _BLOCK:
-            return _lower_inverse(xp, t) @ b
-        inv = _diagonal_block_inverses(xp, t)
-        x = xp.empty(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:], np.result_type(t, b))
-        for i, start in enumerate(range(0, m, _BLOCK)):
+        if lower:
+            inv = _diagonal_block_inverses(xp, t)
+        else:  # an upper block's inverse is the transposed inverse of its (lower) transpose
+            inv = [xp.swapaxes(v, -1, -2) for v in _diagonal_block_inverses(xp, xp.swapaxes(t, -1, -2))]
+        blocks = list(enumerate(range(0, m, _BLOCK)))
+        for i, start in blocks if lower else blocks[::-1]:
             stop = min(start + _BLOCK, m)
+            solved = slice(0, start) if lower else slice(stop, m)
             rhs = b[..., start:stop, :]
-            if start:
-                rhs = rhs - t[..., start:stop, :start] @ x[..., :start, :]
+            if solved.start < solved.stop:
+                rhs = rhs - t[..., start:stop, solved] @ x[..., solved, :]
             x[..., start:stop, :] = inv[i] @ rhs
-        return x
+    return x
 
 
 def _diagonal_block_inverses(xp, t):
@@ -312,14 +314,14 @@ def _lu_in_place(xp, a, perm, pivots):
             return
         h = (c0 + c1) // 2
         factor(c0, h)
-        a[:, c0:h, h:c1] = _lower_solve(xp, unit_lower(c0, h), a[:, c0:h, h:c1])
+        a[:, c0:h, h:c1] = _substitute(xp, unit_lower(c0, h), a[:, c0:h, h:c1], lower=True)
         if h < m:
             a[:, h:, h:c1] -= a[:, h:, c0:h] @ a[:, c0:h, h:c1]
         factor(h, c1)
 
     factor(0, k)
     if n > k:
-        a[:, :k, k:] = _lower_solve(xp, unit_lower(0, k), a[:, :k, k:])
+        a[:, :k, k:] = _substitute(xp, unit_lower(0, k), a[:, :k, k:], lower=True)
 
 
 def pivots_to_permutation(xp, pivots, permutation_size: int):
