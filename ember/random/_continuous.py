@@ -39,13 +39,16 @@ __all__ = ["cauchy", "double_sided_maxwell", "exponential", "laplace", "logistic
 
 
 def result_shape(fn: str, shape, *param_shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """The sample shape: `shape` checked against the parameters, or their broadcast shape for None."""
-    if shape is not None:
+    """The sample shape: `shape` checked against the parameters, or their broadcast shape for None.
+
+    Without parameters there is nothing to take the shape from: None is refused as any non-shape is.
+    """
+    if shape is not None or not param_shapes:
         shape = canonical_shape(fn, shape)
         check_shape(fn, shape, *param_shapes)
         return shape
     try:
-        return broadcast_shapes(f"ember.random.{fn}", *param_shapes) if param_shapes else ()
+        return broadcast_shapes(f"ember.random.{fn}", *param_shapes)
     except ShapeError:
         shown = ", ".join(str(s) for s in param_shapes)
         raise ShapeError(
@@ -57,6 +60,15 @@ def result_shape(fn: str, shape, *param_shapes: tuple[int, ...]) -> tuple[int, .
 def prepare(fn: str, key, dtype) -> tuple[Array, np.dtype]:
     """The checked key and the floating result dtype (default float32, float64 under x64)."""
     return check_key(fn, key), _float_dtype(fn, dtype)
+
+
+def checked_args(fn: str, key, dtype, shape, *params) -> tuple:
+    """``(key, dtype, shape, *params)`` of a floating sampler, checked in that order: the key, the
+    dtype, the parameters as arrays of the dtype, and the result shape they must broadcast to (their
+    broadcast shape for None)."""
+    key, dtype = prepare(fn, key, dtype)
+    params = [_param(fn, p, dtype) for p in params]
+    return (key, dtype, result_shape(fn, shape, *(p.shape for p in params)), *params)
 
 
 def uniform_open(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float = 1.0) -> Array:
@@ -86,8 +98,8 @@ def exponential(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> bool((x >= 0).all()), round(float(x.mean()), 1)
     (True, 1.0)
     """
-    key, dtype = prepare("exponential", key, dtype)
-    return _standard_exponential("exponential", key, canonical_shape("exponential", shape), dtype)
+    key, dtype, shape = checked_args("exponential", key, dtype, shape)
+    return _standard_exponential("exponential", key, shape, dtype)
 
 
 def laplace(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
@@ -104,8 +116,7 @@ def laplace(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> ember.random.laplace(ember.random.key(0), (2, 3)).shape
     (2, 3)
     """
-    key, dtype = prepare("laplace", key, dtype)
-    shape = canonical_shape("laplace", shape)
+    key, dtype, shape = checked_args("laplace", key, dtype, shape)
     # u in (-1, 1): sign(u) log(1 - |u|) is the inverse CDF of a symmetric density.
     u = uniform_open("laplace", key, shape, dtype, -1.0 + float(dtypes.finfo(dtype).epsneg))
     return ew.mul(ew.sign(u), ew.log1p(ew.neg(ew.abs(u))))
@@ -125,8 +136,7 @@ def logistic(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> ember.random.logistic(ember.random.key(0), (3,)).dtype
     dtype('float32')
     """
-    key, dtype = prepare("logistic", key, dtype)
-    shape = canonical_shape("logistic", shape)
+    key, dtype, shape = checked_args("logistic", key, dtype, shape)
     u = uniform_open("logistic", key, shape, dtype, float(dtypes.finfo(dtype).tiny))
     return ew.sub(ew.log(u), ew.log1p(ew.neg(u)))
 
@@ -145,8 +155,7 @@ def cauchy(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> ember.random.cauchy(ember.random.key(0), (3,)).shape
     (3,)
     """
-    key, dtype = prepare("cauchy", key, dtype)
-    shape = canonical_shape("cauchy", shape)
+    key, dtype, shape = checked_args("cauchy", key, dtype, shape)
     u = uniform_open("cauchy", key, shape, dtype, float(dtypes.finfo(dtype).eps))
     return ew.tan(ew.mul(const(math.pi, dtype), ew.sub(u, 0.5)))
 
@@ -166,9 +175,7 @@ def pareto(key: KeyArray, b: ArrayLike, shape: int | Shape | None = None, dtype=
     >>> bool((ember.random.pareto(ember.random.key(0), 3.0, (100,)) >= 1).all())
     True
     """
-    key, dtype = prepare("pareto", key, dtype)
-    b = _param("pareto", b, dtype)
-    shape = result_shape("pareto", shape, b.shape)
+    key, dtype, shape, b = checked_args("pareto", key, dtype, shape, b)
     return ew.exp(ew.div(_standard_exponential("pareto", key, shape, dtype), _broadcast(b, shape)))
 
 
@@ -187,9 +194,7 @@ def lognormal(key: KeyArray, sigma: ArrayLike = 1.0, shape: int | Shape | None =
     >>> bool((ember.random.lognormal(ember.random.key(0), 0.5, (10,)) > 0).all())
     True
     """
-    key, dtype = prepare("lognormal", key, dtype)
-    sigma = _param("lognormal", sigma, dtype)
-    shape = result_shape("lognormal", shape, sigma.shape)
+    key, dtype, shape, sigma = checked_args("lognormal", key, dtype, shape, sigma)
     return ew.exp(ew.mul(_normal_real("lognormal", key, shape, dtype), _broadcast(sigma, shape)))
 
 
@@ -209,9 +214,7 @@ def weibull_min(key: KeyArray, scale: ArrayLike, concentration: ArrayLike, shape
     >>> ember.random.weibull_min(ember.random.key(0), 1.0, 2.0, (4,)).shape
     (4,)
     """
-    key, dtype = prepare("weibull_min", key, dtype)
-    scale, conc = _param("weibull_min", scale, dtype), _param("weibull_min", concentration, dtype)
-    shape = result_shape("weibull_min", shape, scale.shape, conc.shape)
+    key, dtype, shape, scale, conc = checked_args("weibull_min", key, dtype, shape, scale, concentration)
     e = _standard_exponential("weibull_min", key, shape, dtype)
     return ew.mul(ew.pow(e, ew.div(const(1.0, dtype), _broadcast(conc, shape))), _broadcast(scale, shape))
 
@@ -231,9 +234,7 @@ def rayleigh(key: KeyArray, scale: ArrayLike, shape: int | Shape | None = None, 
     >>> ember.random.rayleigh(ember.random.key(0), 2.0, (3,)).shape
     (3,)
     """
-    key, dtype = prepare("rayleigh", key, dtype)
-    scale = _param("rayleigh", scale, dtype)
-    shape = result_shape("rayleigh", shape, scale.shape)
+    key, dtype, shape, scale = checked_args("rayleigh", key, dtype, shape, scale)
     # JAX draws u in [0, 1); u = 0 gives inf with probability 2**-nmant.
     u = uniform_open("rayleigh", key, shape, dtype, 0.0)
     return ew.mul(_broadcast(scale, shape), ew.sqrt(ew.mul(ew.log(u), -2.0)))
@@ -254,9 +255,7 @@ def wald(key: KeyArray, mean: ArrayLike, shape: int | Shape | None = None, dtype
     >>> bool((ember.random.wald(ember.random.key(0), 1.0, (10,)) > 0).all())
     True
     """
-    key, dtype = prepare("wald", key, dtype)
-    mean = _param("wald", mean, dtype)
-    shape = result_shape("wald", shape, mean.shape)
+    key, dtype, shape, mean = checked_args("wald", key, dtype, shape, mean)
     k1, k2 = split(key)
     mu = _broadcast(mean, shape)
     v = _normal_real("wald", k1, shape, dtype)
@@ -287,9 +286,7 @@ def triangular(key: KeyArray, left: ArrayLike, mode: ArrayLike, right: ArrayLike
     >>> bool((x >= 0).all() and (x <= 3).all())
     True
     """
-    key, dtype = prepare("triangular", key, dtype)
-    lo, md, hi = (_param("triangular", p, dtype) for p in (left, mode, right))
-    shape = result_shape("triangular", shape, lo.shape, md.shape, hi.shape)
+    key, dtype, shape, lo, md, hi = checked_args("triangular", key, dtype, shape, left, mode, right)
     lo, md, hi = (_broadcast(p, shape) for p in (lo, md, hi))
     width = ew.sub(hi, lo)
     u = uniform_open("triangular", key, shape, dtype, 0.0)
@@ -319,10 +316,10 @@ def rademacher(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     dtype = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype, "ember.random.rademacher")
     if not (dtypes.is_floating(dtype) or dtypes.is_integer(dtype) and not dtypes.is_unsigned(dtype)):
         raise DTypeError(f"ember.random.rademacher: dtype must be a signed integer or floating dtype, got {dtype}")
-    return _rademacher("rademacher", key, canonical_shape("rademacher", shape), dtype)
+    return _rademacher(key, canonical_shape("rademacher", shape), dtype)
 
 
-def _rademacher(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+def _rademacher(key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
     heads = convert(bernoulli(key, const(0.5, dtypes.default_float()), shape), dtype)
     return ew.sub(ew.mul(heads, const(2, dtype)), const(1, dtype))
 
@@ -341,8 +338,8 @@ def maxwell(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> bool((ember.random.maxwell(ember.random.key(0), (5,)) > 0).all())
     True
     """
-    key, dtype = prepare("maxwell", key, dtype)
-    return _maxwell("maxwell", key, canonical_shape("maxwell", shape), dtype)
+    key, dtype, shape = checked_args("maxwell", key, dtype, shape)
+    return _maxwell("maxwell", key, shape, dtype)
 
 
 def _maxwell(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
@@ -370,12 +367,10 @@ def double_sided_maxwell(key: KeyArray, loc: ArrayLike, scale: ArrayLike, shape:
     >>> ember.random.double_sided_maxwell(ember.random.key(0), 0.0, 1.0, (4,)).shape
     (4,)
     """
-    key, dtype = prepare("double_sided_maxwell", key, dtype)
-    loc, scale = _param("double_sided_maxwell", loc, dtype), _param("double_sided_maxwell", scale, dtype)
-    params = result_shape("double_sided_maxwell", None, loc.shape, scale.shape)
+    key, dtype, params, loc, scale = checked_args("double_sided_maxwell", key, dtype, None, loc, scale)
     shape = canonical_shape("double_sided_maxwell", shape) + params
     k_maxwell, k_sign = split(key)
     m = _maxwell("double_sided_maxwell", k_maxwell, shape, dtype)
-    s = _rademacher("double_sided_maxwell", k_sign, shape, dtype)
+    s = _rademacher(k_sign, shape, dtype)
     return ew.add(ew.mul(ew.mul(s, m), _broadcast(scale, shape)), _broadcast(loc, shape))
 

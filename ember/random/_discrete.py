@@ -69,6 +69,31 @@ def _either(pred: Array, on_true, on_false, dtype: np.dtype, *operands: Array) -
     return ew.select(pred, taken, other)
 
 
+def _transformed_rejection(fn: str, key: Array, like: Array, v_r: Array, propose) -> Array:
+    """Hormann's transformed rejection rounds (PTRS and BTRS), until every element has accepted once.
+
+    Each round draws u in [-1/2, 1/2) and v in [0, 1) for every element; a candidate is accepted by
+    the quick test (|u| <= 0.43 and v <= v_r) or by `propose(u, v, us)`, which returns the candidates
+    and the exact test (us = 1/2 - |u|). As in JAX, an element takes the candidate of the last round
+    that accepted it; a NaN parameter counts as accepted from the start.
+    """
+    dtype = like.dtype
+
+    def body(state):
+        k_out, accepted, rng = state
+        rng, k0, k1 = split(rng, 3)
+        u = ew.sub(uniform_open(fn, k0, like.shape, dtype, 0.0), 0.5)
+        v = uniform_open(fn, k1, like.shape, dtype, 0.0)
+        us = ew.sub(const(0.5, dtype), ew.abs(u))
+        k, exact = propose(u, v, us)
+        accept = ew.bitwise_or(ew.bitwise_and(ew.ge(us, 0.07), ew.le(v, v_r)), exact)
+        return ew.select(accept, k, k_out), ew.bitwise_or(accepted, accept), rng
+
+    init = (ew.sub(ew.mul(like, 0.0), 1.0), ew.ne(like, like), key)
+    k, _, _ = while_loop(lambda s: _any(ew.bitwise_not(s[1])), body, init)
+    return k
+
+
 # --- poisson ------------------------------------------------------------------------------------------
 
 
@@ -136,22 +161,14 @@ def _poisson_rejection(key: Array, lam: Array, dtype: np.dtype) -> Array:
     inv_alpha = ew.add(ew.div(const(1.1328, lam.dtype), ew.sub(b, 3.4)), 1.1239)
     v_r = ew.sub(const(0.9277, lam.dtype), ew.div(const(3.6224, lam.dtype), ew.sub(b, 2.0)))
 
-    def body(state):
-        k_out, accepted, rng = state
-        rng, k0, k1 = split(rng, 3)
-        u = ew.sub(uniform_open("poisson", k0, lam.shape, lam.dtype, 0.0), 0.5)
-        v = uniform_open("poisson", k1, lam.shape, lam.dtype, 0.0)
-        us = ew.sub(const(0.5, lam.dtype), ew.abs(u))
+    def propose(u, v, us):
         k = ew.floor(ew.add(ew.add(ew.mul(ew.add(ew.div(ew.mul(a, 2.0), us), b), u), lam), 0.43))
         s = ew.log(ew.div(ew.mul(v, inv_alpha), ew.add(ew.div(a, ew.mul(us, us)), b)))
         t = ew.sub(ew.add(ew.neg(lam), ew.mul(k, log_lam)), ew.lgamma(ew.add(k, 1.0)))
-        accept1 = ew.bitwise_and(ew.ge(us, 0.07), ew.le(v, v_r))
         reject = ew.bitwise_or(ew.lt(k, 0.0), ew.bitwise_and(ew.lt(us, 0.013), ew.gt(v, us)))
-        accept = ew.bitwise_or(accept1, ew.bitwise_and(ew.bitwise_not(reject), ew.le(s, t)))
-        return ew.select(accept, k, k_out), ew.bitwise_or(accepted, accept), rng
+        return k, ew.bitwise_and(ew.bitwise_not(reject), ew.le(s, t))
 
-    init = (ew.sub(ew.mul(lam, 0.0), 1.0), ew.ne(lam, lam), key)
-    k, _, _ = while_loop(lambda s: _any(ew.bitwise_not(s[1])), body, init)
+    k = _transformed_rejection("poisson", key, lam, v_r, propose)
     return convert(k, dtype)
 
 
@@ -258,13 +275,7 @@ def _btrs(key: Array, count: Array, prob: Array) -> Array:
     m = ew.floor(ew.mul(ew.add(count, 1.0), prob))
     log = ew.log
 
-    def body(state):
-        k_out, accepted, rng = state
-        rng, k0, k1 = split(rng, 3)
-        u = ew.sub(uniform_open("binomial", k0, prob.shape, prob.dtype, 0.0), 0.5)
-        v = uniform_open("binomial", k1, prob.shape, prob.dtype, 0.0)
-        us = ew.sub(const(0.5, prob.dtype), ew.abs(u))
-        accept1 = ew.bitwise_and(ew.ge(us, 0.07), ew.le(v, v_r))
+    def propose(u, v, us):
         k = ew.floor(ew.add(ew.mul(ew.add(ew.div(ew.mul(a, 2.0), us), b), u), c))
         reject = ew.bitwise_or(ew.lt(k, 0.0), ew.gt(k, count))
         v = log(ew.div(ew.mul(v, alpha), ew.add(ew.div(a, ew.mul(us, us)), b)))
@@ -277,12 +288,9 @@ def _btrs(key: Array, count: Array, prob: Array) -> Array:
             ew.mul(ew.add(k_in, 0.5), log(ew.div(ew.mul(r, n_k1), ew.add(k_in, 1.0)))))  # fmt: skip
         tails = ew.sub(ew.add(_stirling_tail(m), _stirling_tail(ew.sub(count, m))),
                        ew.add(_stirling_tail(k_in), _stirling_tail(ew.sub(count, k_in))))  # fmt: skip
-        accept = ew.bitwise_or(accept1, ew.bitwise_and(ew.bitwise_not(reject), ew.le(v, ew.add(bound, tails))))
-        return ew.select(accept, k, k_out), ew.bitwise_or(accepted, accept), rng
+        return k, ew.bitwise_and(ew.bitwise_not(reject), ew.le(v, ew.add(bound, tails)))
 
-    init = (ew.sub(ew.mul(prob, 0.0), 1.0), ew.ne(prob, prob), key)
-    k, _, _ = while_loop(lambda s: _any(ew.bitwise_not(s[1])), body, init)
-    return k
+    return _transformed_rejection("binomial", key, prob, v_r, propose)
 
 
 # --- geometric ----------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from ember import numpy as enp
 from ember.lax import _elementwise as ew
 from ember.lax import _structural as st
 from ember.lax.control_flow import while_loop
-from ember.random._continuous import _rademacher, _standard_exponential, prepare, result_shape, uniform_open
+from ember.random._continuous import _rademacher, _standard_exponential, checked_args, prepare, result_shape, uniform_open
 from ember.random._discrete import _any
 from ember.random._distributions import ArrayLike, _broadcast, _normal_real, _param
 from ember.random._keys import KeyArray, Shape, canonical_shape, const, split
@@ -182,7 +182,7 @@ def _make_sampler(log_space: bool) -> custom_jvp:
 _SAMPLERS = {False: _make_sampler(False), True: _make_sampler(True)}
 
 
-def _gamma(fn: str, key: Array, a: Array, shape: tuple[int, ...], log_space: bool) -> Array:
+def _gamma(key: Array, a: Array, shape: tuple[int, ...], log_space: bool) -> Array:
     """Gamma(a) (or log-gamma) draws of `shape` from a checked key and a parameter of the result dtype."""
     return _SAMPLERS[log_space](key, _broadcast(a, shape))
 
@@ -214,10 +214,8 @@ def gamma(key: KeyArray, a: ArrayLike, shape: int | Shape | None = None, dtype=N
     >>> bool(g > 0)
     True
     """
-    key, dtype = prepare("gamma", key, dtype)
-    a = _param("gamma", a, dtype)
-    shape = result_shape("gamma", shape, a.shape)
-    return _gamma("gamma", key, a, shape, False)
+    key, dtype, shape, a = checked_args("gamma", key, dtype, shape, a)
+    return _gamma(key, a, shape, False)
 
 
 def loggamma(key: KeyArray, a: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
@@ -237,10 +235,8 @@ def loggamma(key: KeyArray, a: ArrayLike, shape: int | Shape | None = None, dtyp
     >>> bool(ember.random.loggamma(ember.random.key(0), 1e-3) < -50)
     True
     """
-    key, dtype = prepare("loggamma", key, dtype)
-    a = _param("loggamma", a, dtype)
-    shape = result_shape("loggamma", shape, a.shape)
-    return _gamma("loggamma", key, a, shape, True)
+    key, dtype, shape, a = checked_args("loggamma", key, dtype, shape, a)
+    return _gamma(key, a, shape, True)
 
 
 def beta(key: KeyArray, a: ArrayLike, b: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
@@ -260,12 +256,10 @@ def beta(key: KeyArray, a: ArrayLike, b: ArrayLike, shape: int | Shape | None = 
     >>> bool((x >= 0).all() and (x <= 1).all())
     True
     """
-    key, dtype = prepare("beta", key, dtype)
-    a, b = _param("beta", a, dtype), _param("beta", b, dtype)
-    shape = result_shape("beta", shape, a.shape, b.shape)
+    key, dtype, shape, a, b = checked_args("beta", key, dtype, shape, a, b)
     key_a, key_b = split(key)
-    log_a = _gamma("beta", key_a, a, shape, True)
-    log_b = _gamma("beta", key_b, b, shape, True)
+    log_a = _gamma(key_a, a, shape, True)
+    log_b = _gamma(key_b, b, shape, True)
     # Scale both by the larger so that the exponentials neither underflow to 0/0 nor overflow.
     top = ew.max(log_a, log_b)
     ga, gb = ew.exp(ew.sub(log_a, top)), ew.exp(ew.sub(log_b, top))
@@ -298,7 +292,7 @@ def dirichlet(key: KeyArray, alpha: ArrayLike, shape: int | Shape | None = None,
         )
     batch = result_shape("dirichlet", shape, alpha.shape[:-1])
     full = (*batch, alpha.shape[-1])
-    logs = _gamma("dirichlet", key, alpha, full, True)
+    logs = _gamma(key, alpha, full, True)
     axis = len(batch)
     top = st.broadcast_in_dim(st.reduce_max(logs, (axis,)), full, tuple(range(axis)))
     # The max only guards against overflow; holding it fixed keeps the gradient exact.
@@ -322,14 +316,12 @@ def chisquare(key: KeyArray, df: ArrayLike, shape: int | Shape | None = None, dt
     >>> round(float(x.mean()))
     3
     """
-    key, dtype = prepare("chisquare", key, dtype)
-    df = _param("chisquare", df, dtype)
-    shape = result_shape("chisquare", shape, df.shape)
-    return _chisquare("chisquare", key, df, shape)
+    key, dtype, shape, df = checked_args("chisquare", key, dtype, shape, df)
+    return _chisquare(key, df, shape)
 
 
-def _chisquare(fn: str, key: Array, df: Array, shape: tuple[int, ...]) -> Array:
-    return ew.mul(ew.exp(_gamma(fn, key, ew.div(df, 2.0), shape, True)), 2.0)
+def _chisquare(key: Array, df: Array, shape: tuple[int, ...]) -> Array:
+    return ew.mul(ew.exp(_gamma(key, ew.div(df, 2.0), shape, True)), 2.0)
 
 
 def t(key: KeyArray, df: ArrayLike, shape: int | Shape | None = None, dtype=None) -> Array:
@@ -347,13 +339,11 @@ def t(key: KeyArray, df: ArrayLike, shape: int | Shape | None = None, dtype=None
     >>> ember.random.t(ember.random.key(0), 5.0, (3,)).shape
     (3,)
     """
-    key, dtype = prepare("t", key, dtype)
-    df = _param("t", df, dtype)
-    shape = result_shape("t", shape, df.shape)
+    key, dtype, shape, df = checked_args("t", key, dtype, shape, df)
     key_n, key_g = split(key)
     n = _normal_real("t", key_n, shape, dtype)
     half = _broadcast(ew.div(df, 2.0), shape)
-    g = _gamma("t", key_g, half, shape, False)
+    g = _gamma(key_g, half, shape, False)
     return ew.mul(n, ew.sqrt(ew.div(half, g)))
 
 
@@ -373,12 +363,10 @@ def f(key: KeyArray, dfnum: ArrayLike, dfden: ArrayLike, shape: int | Shape | No
     >>> bool((ember.random.f(ember.random.key(0), 3.0, 7.0, (10,)) > 0).all())
     True
     """
-    key, dtype = prepare("f", key, dtype)
-    num, den = _param("f", dfnum, dtype), _param("f", dfden, dtype)
-    shape = result_shape("f", shape, num.shape, den.shape)
+    key, dtype, shape, num, den = checked_args("f", key, dtype, shape, dfnum, dfden)
     key_den, key_num = split(key)
-    x = ew.div(_chisquare("f", key_num, num, shape), _broadcast(num, shape))
-    y = ew.div(_chisquare("f", key_den, den, shape), _broadcast(den, shape))
+    x = ew.div(_chisquare(key_num, num, shape), _broadcast(num, shape))
+    y = ew.div(_chisquare(key_den, den, shape), _broadcast(den, shape))
     return ew.div(x, y)
 
 
@@ -416,10 +404,10 @@ def generalized_normal(key: KeyArray, p: float, shape: int | Shape = (), dtype=N
     """
     key, dtype = prepare("generalized_normal", key, dtype)
     p = _positive_power("generalized_normal", p)
-    return _generalized_normal("generalized_normal", key, p, canonical_shape("generalized_normal", shape), dtype)
+    return _generalized_normal(key, p, canonical_shape("generalized_normal", shape), dtype)
 
 
-def _generalized_normal(fn: str, key: Array, p: float, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+def _generalized_normal(key: Array, p: float, shape: tuple[int, ...], dtype: np.dtype) -> Array:
     k_gamma, k_sign = split(key)
-    g = _gamma(fn, k_gamma, const(1.0 / p, dtype), shape, False)
-    return ew.mul(_rademacher(fn, k_sign, shape, dtype), ew.pow(g, const(1.0 / p, dtype)))
+    g = _gamma(k_gamma, const(1.0 / p, dtype), shape, False)
+    return ew.mul(_rademacher(k_sign, shape, dtype), ew.pow(g, const(1.0 / p, dtype)))

@@ -170,7 +170,7 @@ def ball(key: KeyArray, d: int, p: float = 2, shape: int | Shape = (), dtype=Non
     p = _positive_power("ball", p)
     shape = canonical_shape("ball", shape)
     k1, k2 = split(key)
-    g = _generalized_normal("ball", k1, p, (*shape, d), dtype)
+    g = _generalized_normal(k1, p, (*shape, d), dtype)
     e = _standard_exponential("ball", k2, shape, dtype)
     norm = ew.pow(ew.add(st.reduce_sum(ew.pow(ew.abs(g), p), (len(shape),)), e), 1.0 / p)
     return ew.div(g, st.broadcast_in_dim(norm, (*shape, d), tuple(range(len(shape)))))
