@@ -11,18 +11,13 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import linalg as _la
 from ember.core.primitives import structural as _st
+from ember.core.primitives._rules import check_bools
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.lax._convert import operands
 
 __all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "qr", "triangular_solve"]
 
 ArrayLike = Array | float | int | complex
-
-
-def _bool(op: str, name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidArgumentError(f"{op}: {name} must be a bool, got {value!r}")
-    return value
 
 
 def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
@@ -40,7 +35,8 @@ def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
     [[2.0, 0.0], [1.0, 2.0]]
     """
     (x,) = operands("cholesky", (x,))
-    return _la.cholesky_p.bind(x, symmetrize_input=_bool("cholesky", "symmetrize_input", symmetrize_input))
+    check_bools("cholesky", symmetrize_input=symmetrize_input)
+    return _la.cholesky_p.bind(x, symmetrize_input=symmetrize_input)
 
 
 def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False, lower: bool = False,
@@ -66,7 +62,7 @@ def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False, low
     a, b = operands("triangular_solve", (a, b))
     flags = dict(left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
                  unit_diagonal=unit_diagonal)  # fmt: skip
-    flags = {k: _bool("triangular_solve", k, v) for k, v in flags.items()}
+    check_bools("triangular_solve", **flags)
     flags["conjugate_a"] = flags["conjugate_a"] and dtypes.is_complex(a.dtype)
     vector = a.ndim >= 2 and b.ndim == a.ndim - 1
     if vector:
@@ -132,4 +128,5 @@ def qr(x: ArrayLike, *, pivoting: bool = False, full_matrices: bool = True) -> t
     (x,) = operands("qr", (x,))
     if x.ndim < 2:
         raise ShapeError(f"qr: needs (..., m, n) matrices, got {x.dtype}{x.shape}")
-    return tuple(_la.qr_p.bind(x, full_matrices=_bool("qr", "full_matrices", full_matrices)))
+    check_bools("qr", full_matrices=full_matrices)
+    return tuple(_la.qr_p.bind(x, full_matrices=full_matrices))

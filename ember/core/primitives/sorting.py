@@ -11,7 +11,7 @@ from __future__ import annotations
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.primitive import Primitive
-from ember.core.primitives._rules import FLOATING, NUMERIC, REAL, DTypes, check_axes, check_dtype
+from ember.core.primitives._rules import FLOATING, NUMERIC, REAL, DTypes, check_axes, check_bools, check_dtype
 from ember.errors import EmberError, InvalidArgumentError, ShapeError
 
 # --- sort ------------------------------------------------------------------------------------
@@ -72,8 +72,7 @@ def _cumulative(name: str, allowed: DTypes) -> Primitive:
         if not x.shape:
             raise ShapeError(f"{name}: needs an operand with at least one dimension, got {describe(x)}")
         check_axes(name, (axis,), x.ndim)
-        if not isinstance(reverse, bool):
-            raise InvalidArgumentError(f"{name}: reverse must be a bool, got {reverse!r}")
+        check_bools(name, reverse=reverse)
         return x
 
     prim.abstract_eval = rule
