@@ -88,7 +88,6 @@ def _nan_where_lapack_fails(xp: ModuleType, fn: Callable[[Any], list], x, failur
     try:
         outs = fn(clean)
     except failure:  # a finite matrix LAPACK does not converge on: find it, one matrix at a time
-        outs = None
         for i in range(stack.shape[0]):
             try:
                 fn(clean[i])

@@ -57,13 +57,11 @@ def linalg_kernels(xp: ModuleType) -> dict[str, Any]:
 
 class _NumPyLapack:
     """NumPy's LAPACK gufuncs, called directly: a matrix that fails (singular, not positive definite)
-    comes back as NaN, the others are computed, and nothing raises."""
+    comes back as NaN, the others are computed, and nothing raises (np.linalg raises for the whole stack)."""
 
     def __init__(self) -> None:
-        try:
-            from numpy.linalg import _umath_linalg
-        except ImportError:  # pragma: no cover - a NumPy that moved it: the public functions, looping on errors
-            _umath_linalg = None
+        from numpy.linalg import _umath_linalg  # in every NumPy 2 (ember needs numpy>=2)
+
         self._g = _umath_linalg
 
     @staticmethod
@@ -76,24 +74,18 @@ class _NumPyLapack:
             return np.zeros_like(a)
         if symmetrize_input:
             a = _symmetrized(np, a)
-        if self._g is None:
-            return _per_matrix(np.linalg.cholesky, a)
         with np.errstate(all="ignore"):
             return self._g.cholesky_lo(a, signature=self._sig(a, 1))
 
     def inv(self, a):
         if a.size == 0:
             return np.zeros_like(a)
-        if self._g is None:
-            return _per_matrix(np.linalg.inv, a)
         with np.errstate(all="ignore"):
             return self._g.inv(a, signature=self._sig(a, 1))
 
     def solve(self, a, b):
         if b.size == 0 or a.size == 0:
             return np.zeros(b.shape, b.dtype)
-        if self._g is None:
-            return _per_matrix(np.linalg.solve, a, b)
         with np.errstate(all="ignore"):
             return self._g.solve(a, b, signature=self._sig(a, 2))
 
@@ -143,19 +135,6 @@ def _qr(xp, a, full_matrices: bool):
         return q, xp.zeros((*a.shape[:-2], k, n), a.dtype)
     q, r = xp.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
-
-
-def _per_matrix(fn, *arrays):
-    """fn over the matrices of a stack, NaN where it raises (only when NumPy's gufuncs are out of reach)."""
-    batch = arrays[0].shape[:-2]
-    flat = [x.reshape(-1, *x.shape[-2:]) for x in arrays]
-    outs = []
-    for parts in zip(*flat):
-        try:
-            outs.append(fn(*parts))
-        except np.linalg.LinAlgError:
-            outs.append(np.full(parts[-1].shape, np.nan, parts[-1].dtype))
-    return np.stack(outs).reshape(*batch, *outs[0].shape)
 
 
 # --- triangular solve ------------------------------------------------------------------------------
