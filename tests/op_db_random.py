@@ -342,6 +342,22 @@ def ref_t(key, df, shape=None, dtype=np.float32):
     return n * np.sqrt(half.astype(np.float64) / ref_gamma(kg, half, shape, dtype).astype(np.float64))
 
 
+def _ref_transformed_rejection(key, shape, dtype, v_r, propose):
+    """Hormann's rejection rounds (PTRS, BTRS) until every element has accepted once: the quick test
+    |u| <= 0.43 and v <= v_r, or propose's exact test; the last accepted candidate stays (as JAX)."""
+    t = np.dtype(dtype).type
+    k_out, accepted, rng = np.full(shape, -1, dtype), np.zeros(shape, bool), key
+    while not accepted.all():
+        rng, k0, k1 = ref_split(rng, 3)
+        u = ref_uniform(k0, shape, dtype) - t(0.5)
+        v = ref_uniform(k1, shape, dtype)
+        us = t(0.5) - np.abs(u)
+        k, exact = propose(u, v, us)
+        accept = ((us >= 0.07) & (v <= v_r)) | exact
+        k_out, accepted = np.where(accept, k, k_out), accepted | accept
+    return k_out
+
+
 def ref_poisson(key, lam, shape=None, dtype=np.int32):
     """Knuth's method below 10 and Hormann's PTRS above, in float32 (as JAX)."""
     f32 = np.float32
@@ -364,17 +380,14 @@ def ref_poisson(key, lam, shape=None, dtype=np.int32):
         a = (f32(-0.059) + f32(0.02483) * b).astype(f32)
         inv_alpha = (f32(1.1239) + f32(1.1328) / (b - f32(3.4))).astype(f32)
         v_r = (f32(0.9277) - f32(3.6224) / (b - f32(2))).astype(f32)
-        k_out, accepted, rng = np.full(shape, -1.0, f32), np.zeros(shape, bool), key
-        while not accepted.all():
-            rng, k0, k1 = ref_split(rng, 3)
-            u = ref_uniform(k0, shape, f32) - f32(0.5)
-            v = ref_uniform(k1, shape, f32)
-            us = f32(0.5) - np.abs(u)
+
+        def propose(u, v, us):
             kk = np.floor((f32(2) * a / us + b) * u + lam_r + f32(0.43)).astype(f32)
             s = np.log(v * inv_alpha / (a / (us * us) + b)).astype(f32)
             t = (-lam_r + kk * log_lam - sc.gammaln(kk.astype(np.float64) + 1).astype(f32)).astype(f32)
-            accept = ((us >= f32(0.07)) & (v <= v_r)) | (~((kk < 0) | ((us < f32(0.013)) & (v > us))) & (s <= t))
-            k_out, accepted = np.where(accept, kk, k_out), accepted | accept
+            return kk, ~((kk < 0) | ((us < f32(0.013)) & (v > us))) & (s <= t)
+
+        k_out = _ref_transformed_rejection(key, shape, f32, v_r, propose)
         out = np.where(knuth, knuth_out, k_out.astype(np.int64))
     info = np.iinfo(dtype)  # float -> int conversion saturates in ember (as XLA)
     return np.clip(np.where(lam == 0, 0, out), info.min, info.max).astype(dtype)
@@ -474,12 +487,8 @@ def ref_binomial(key, n, p, shape=None, dtype=np.float32):
         r = (pp / (t(1) - pp)).astype(dtype)
         alpha = ((t(2.83) + t(5.1) / b) * sd).astype(dtype)
         m = np.floor((nn + t(1)) * pp).astype(dtype)
-        k_out, accepted, rng = np.full(shape, -1, dtype), np.zeros(shape, bool), key
-        while not accepted.all():
-            rng, k0, k1 = ref_split(rng, 3)
-            u = ref_uniform(k0, shape, dtype) - t(0.5)
-            v = ref_uniform(k1, shape, dtype)
-            us = t(0.5) - np.abs(u)
+
+        def propose(u, v, us):
             k = np.floor((t(2) * a / us + b) * u + c).astype(dtype)
             reject = (k < 0) | (k > nn)
             lv = np.log(v * alpha / (a / (us * us) + b)).astype(dtype)
@@ -487,8 +496,9 @@ def ref_binomial(key, n, p, shape=None, dtype=np.float32):
             bound = ((m + 0.5) * np.log((m + 1) / (r * (nn - m + 1))) + (nn + 1) * np.log((nn - m + 1) / (nn - kk + 1))
                      + (kk + 0.5) * np.log(r * (nn - kk + 1) / (kk + 1)))
             tails = (_stirling_tail_ref(m) + _stirling_tail_ref(nn - m)) - (_stirling_tail_ref(kk) + _stirling_tail_ref(nn - kk))
-            accept = ((us >= 0.07) & (v <= v_r)) | (~reject & (lv <= (bound + tails).astype(dtype)))
-            k_out, accepted = np.where(accept, k, k_out), accepted | accept
+            return k, ~reject & (lv <= (bound + tails).astype(dtype))
+
+        k_out = _ref_transformed_rejection(key, shape, dtype, v_r, propose)
         out = np.where(inversion, inv, k_out).astype(np.float64)
         invalid = q_neg | q_nan | bad_n
         out = np.where(invalid, np.nan, np.where(inf_n, np.inf, out))
