@@ -254,6 +254,17 @@ def with_specials(make: Callable, values=(0.0, -0.0, np.inf, -np.inf, np.nan)) -
     return extended
 
 
+def spread(rng, shape, dtype) -> np.ndarray:
+    """Distinct values at least 0.15 apart (0.25 steps with jitter below 0.1; complex: in the real parts) in
+    random order, for the autodiff columns of functions that sort: a sort is differentiable only where no two
+    keys are equal (a perturbation would reorder them)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    x = ((rng.permutation(n) - n // 2) * 0.25 + rng.uniform(0, 0.1, n)).reshape(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.uniform(-3, 3, shape)
+    return x.astype(dtype)
+
+
 def upcast(x):
     """The reference's view of an operand: float64/complex128 for inexact dtypes."""
     if isinstance(x, np.ndarray):

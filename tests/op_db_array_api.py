@@ -23,22 +23,13 @@ from op_db import (
     is_inexact_dtype,
     make_array,
     register,
+    spread,
     sum_dtype,
 )
 
 import ember.numpy as enp
 
 NOT_ORDERED = "complex numbers have no order (as NumPy's ptp and JAX's)"
-
-
-def _spread(rng, shape, d) -> np.ndarray:
-    """Distinct values at least 0.25 apart in random order (complex: in the real parts), for derivatives of
-    functions that sort: equal values would be reordered by a perturbation."""
-    n = int(np.prod(shape, dtype=np.int64))
-    x = ((rng.permutation(n) - n // 2) * 0.25 + rng.uniform(0, 0.1, n)).reshape(shape)
-    if np.dtype(d).kind == "c":
-        x = x + 1j * rng.uniform(-3, 3, shape)
-    return x.astype(d)
 
 
 def _with_repeats(rng, shape, d) -> np.ndarray:
@@ -137,8 +128,8 @@ def _unique_samples(rng, d):
 
 
 def _unique_ad_samples(rng, d):
-    return [Sample((_spread(rng, (9,), d),)), Sample((_spread(rng, (3, 4), d),)), Sample((_spread(rng, (8,), d),), {"size": 12}),
-            Sample((_spread(rng, (8,), d),), {"size": 2})]  # fmt: skip
+    return [Sample((spread(rng, (9,), d),)), Sample((spread(rng, (3, 4), d),)), Sample((spread(rng, (8,), d),), {"size": 12}),
+            Sample((spread(rng, (8,), d),), {"size": 2})]  # fmt: skip
 
 
 def _unique_np(x, size=None, fill_value=None):

@@ -26,6 +26,7 @@ from op_db import (
     is_float,
     make_array,
     register,
+    spread,
     sum_dtype,
 )
 
@@ -62,17 +63,6 @@ def _with_nans(rng, shape, d) -> np.ndarray:
         picks = rng.choice(flat.size, size=max(1, flat.size // 4), replace=False)
         flat[picks] = np.array([np.nan, np.inf, -np.inf, np.nan])[np.arange(picks.size) % 4].astype(d)
     return x
-
-
-def _spread(rng, shape, d) -> np.ndarray:
-    """Values without ties (gaps of at least 0.15; complex: in the real parts) in random order, for
-    the autodiff columns: a sort is differentiable only where no two keys are equal (a perturbation
-    would reorder them)."""
-    n = int(np.prod(shape, dtype=np.int64))
-    x = ((rng.permutation(n) - n // 2) * 0.25 + rng.uniform(0, 0.1, n)).reshape(shape)
-    if np.dtype(d).kind == "c":
-        x = x + 1j * rng.uniform(-3, 3, shape)
-    return x.astype(d)
 
 
 # --- references -----------------------------------------------------------------------------------
@@ -181,9 +171,9 @@ def _sort_samples(rng, d):
 
 def _sort_ad_samples(rng, d):
     # _sort_samples without ties in the keys (the payloads may tie) and without NaN.
-    out = [Sample((_spread(rng, shape, d),), {"dimension": dim})
+    out = [Sample((spread(rng, shape, d),), {"dimension": dim})
            for shape, dim in [((6,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), -1), ((0,), 0), ((2, 0), 1), ((1,), 0)]]
-    out.append(Sample((_spread(rng, (9,), d),), {"is_stable": False}))
+    out.append(Sample((spread(rng, (9,), d),), {"is_stable": False}))
     return out  # several operands: lax.sort[operands], whose arrays the autodiff columns can reach
 
 
@@ -199,10 +189,10 @@ def _sort_operands_samples(rng, d):
 def _sort_operands_ad_samples(rng, d):
     # The first key without ties (a tie there would let a perturbation reorder); the others may tie.
     values = make_array(rng, (3, 6), d)
-    return [Sample((_spread(rng, (3, 6), d), values), {"dimension": 1}),
-            Sample((_spread(rng, (3, 6), d), _with_ties(rng, (3, 6), d), values), {"dimension": 1, "num_keys": 2}),
-            Sample((_spread(rng, (2, 5), d), _with_ties(rng, (2, 5), d), values[:2, :5]), {"dimension": 0, "num_keys": 3}),
-            Sample((_spread(rng, (3, 6), d), values), {"dimension": 0}),
+    return [Sample((spread(rng, (3, 6), d), values), {"dimension": 1}),
+            Sample((spread(rng, (3, 6), d), _with_ties(rng, (3, 6), d), values), {"dimension": 1, "num_keys": 2}),
+            Sample((spread(rng, (2, 5), d), _with_ties(rng, (2, 5), d), values[:2, :5]), {"dimension": 0, "num_keys": 3}),
+            Sample((spread(rng, (3, 6), d), values), {"dimension": 0}),
             Sample((make_array(rng, (0, 2), d), make_array(rng, (0, 2), d)), {"dimension": 0, "num_keys": 2})]  # fmt: skip
 
 
@@ -218,14 +208,14 @@ register(
                            Sample((_with_nans(rng, (2, 5), d), make_array(rng, (2, 5), d)), {"dimension": 0}),
                            Sample((make_array(rng, (0,), d), make_array(rng, (0,), d)))],
            "", primitives=("sort",), ref_in_dtype=True,
-           ad_samples=lambda rng, d: [Sample((_spread(rng, (8,), d), _with_ties(rng, (8,), d))),
-                                      Sample((_spread(rng, (2, 5), d), make_array(rng, (2, 5), d)), {"dimension": 0})]),
+           ad_samples=lambda rng, d: [Sample((spread(rng, (8,), d), _with_ties(rng, (8,), d))),
+                                      Sample((spread(rng, (2, 5), d), make_array(rng, (2, 5), d)), {"dimension": 0})]),
     OpInfo("lax.top_k", lambda x, k: lax.top_k(x, k)[0], lambda x, k: _top_k_ref(x, k)[0], REAL,
            lambda rng, d: [Sample((_with_nans(rng, (7,), d), 3)), Sample((_with_ties(rng, (3, 5), d), 5)),
                            Sample((make_array(rng, (2, 4), d), 0)), Sample((make_array(rng, (0, 3), d), 2))],
            NO_COMPLEX, primitives=("top_k",),
-           ad_samples=lambda rng, d: [Sample((_spread(rng, (7,), d), 3)), Sample((_spread(rng, (3, 5), d), 5)),
-                                      Sample((_spread(rng, (2, 3, 4), d), 1)), Sample((_spread(rng, (2, 4), d), 0))]),
+           ad_samples=lambda rng, d: [Sample((spread(rng, (7,), d), 3)), Sample((spread(rng, (3, 5), d), 5)),
+                                      Sample((spread(rng, (2, 3, 4), d), 1)), Sample((spread(rng, (2, 4), d), 0))]),
     OpInfo("lax.top_k[indices]", lambda x, k: lax.top_k(x, k)[1], lambda x, k: _top_k_ref(x, k)[1], REAL,
            lambda rng, d: [Sample((_with_nans(rng, (7,), d), 3)), Sample((_with_ties(rng, (3, 5), d), 5)),
                            Sample((_with_ties(rng, (9,), d), 9))],
@@ -245,11 +235,11 @@ def _np_sort_samples(rng, d):
 
 
 def _np_sort_ad_samples(rng, d):
-    return [Sample((_spread(rng, (7,), d),)), Sample((_spread(rng, (3, 4), d),), {"axis": 0}),
-            Sample((_spread(rng, (2, 3, 4), d),), {"axis": None}), Sample((_spread(rng, (), d),), {"axis": None}),
-            Sample((make_array(rng, (0, 3), d),)), Sample((_spread(rng, (2, 6), d),), {"descending": True}),
-            Sample((_spread(rng, (9,), d),), {"descending": True, "stable": False}),
-            Sample((_spread(rng, (4, 3), d),), {"axis": -2, "kind": "stable"})]  # fmt: skip
+    return [Sample((spread(rng, (7,), d),)), Sample((spread(rng, (3, 4), d),), {"axis": 0}),
+            Sample((spread(rng, (2, 3, 4), d),), {"axis": None}), Sample((spread(rng, (), d),), {"axis": None}),
+            Sample((make_array(rng, (0, 3), d),)), Sample((spread(rng, (2, 6), d),), {"descending": True}),
+            Sample((spread(rng, (9,), d),), {"descending": True, "stable": False}),
+            Sample((spread(rng, (4, 3), d),), {"axis": -2, "kind": "stable"})]  # fmt: skip
 
 
 def _np_sort_ref(x, axis=-1, descending=False, stable=True, kind=None):
@@ -312,9 +302,9 @@ def _partition_samples(rng, d):
 
 
 def _partition_ad_samples(rng, d):
-    return [Sample((_spread(rng, (7,), d), 3)), Sample((_spread(rng, (3, 5), d), 0), {"axis": 0}),
-            Sample((_spread(rng, (2, 6), d), -1)), Sample((_spread(rng, (2, 3), d), 4), {"axis": None}),
-            Sample((_spread(rng, (4, 5), d), [1, 3]))]  # fmt: skip
+    return [Sample((spread(rng, (7,), d), 3)), Sample((spread(rng, (3, 5), d), 0), {"axis": 0}),
+            Sample((spread(rng, (2, 6), d), -1)), Sample((spread(rng, (2, 3), d), 4), {"axis": None}),
+            Sample((spread(rng, (4, 5), d), [1, 3]))]  # fmt: skip
 
 
 def _sorted_ref(x, kth, axis=-1):
@@ -456,8 +446,8 @@ def _searchsorted_samples(rng, d):
 
 def _searchsorted_ad_samples(rng, d):
     # Integer results (float0 tangents); values apart from the sorted ones, so that none sits on an edge.
-    a = np.sort(_spread(rng, (9,), d))
-    return [Sample((a, _spread(rng, (5,), d) + 0.125)), Sample((a, _spread(rng, (2, 3), d) + 0.125), {"side": "right"})]
+    a = np.sort(spread(rng, (9,), d))
+    return [Sample((a, spread(rng, (5,), d) + 0.125)), Sample((a, spread(rng, (2, 3), d) + 0.125), {"side": "right"})]
 
 
 def _searchsorted_ref(a, v, side="left", sorter=None):
@@ -478,11 +468,11 @@ def _unique_samples(rng, d):
 def _unique_ad_samples(rng, d):
     # Distinct values (rows with distinct first entries): where two are equal, a perturbation
     # splits them and changes what unique returns.
-    return [Sample((_spread(rng, (9,), d),)), Sample((_spread(rng, (3, 4), d),)), Sample((_spread(rng, (), d),)),
-            Sample((make_array(rng, (0,), d),)), Sample((_spread(rng, (8,), d),), {"size": 12}),
-            Sample((_spread(rng, (8,), d),), {"size": 2}), Sample((_spread(rng, (6,), d),), {"size": 9, "fill_value": 1}),
-            Sample((_spread(rng, (5, 2), d),), {"axis": 0}), Sample((_spread(rng, (2, 5), d),), {"axis": 1}),
-            Sample((_spread(rng, (5, 2), d),), {"axis": 0, "size": 6})]  # fmt: skip
+    return [Sample((spread(rng, (9,), d),)), Sample((spread(rng, (3, 4), d),)), Sample((spread(rng, (), d),)),
+            Sample((make_array(rng, (0,), d),)), Sample((spread(rng, (8,), d),), {"size": 12}),
+            Sample((spread(rng, (8,), d),), {"size": 2}), Sample((spread(rng, (6,), d),), {"size": 9, "fill_value": 1}),
+            Sample((spread(rng, (5, 2), d),), {"axis": 0}), Sample((spread(rng, (2, 5), d),), {"axis": 1}),
+            Sample((spread(rng, (5, 2), d),), {"axis": 0, "size": 6})]  # fmt: skip
 
 
 def _unique_np(x, axis=None, size=None, fill_value=None):
