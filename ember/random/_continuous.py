@@ -123,7 +123,7 @@ def laplace(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
 
 
 def logistic(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
-    """Standard logistic samples (CDF 1 / (1 + e^-x)): ``log(u / (1 - u))``.
+    """Standard logistic samples (CDF 1 / (1 + e^-x)): ``log(u) - log1p(-u)``, the inverse CDF.
 
     Args:
       key: a key from `key`, `split` or `fold_in`.

@@ -1,8 +1,10 @@
 """Discrete distributions: poisson, binomial and geometric (JAX's algorithms).
 
 The rejection samplers run in a `lax.while_loop` over the whole array: each
-round draws for every element, elements that accept keep their value, and the
-loop ends when all have accepted. The loop is exact (no cap on the rounds, so
+round draws for every element, an element takes the candidate of the last
+round that accepted it (as JAX), and the loop ends when every element has
+accepted. Of the two samplers of each distribution only those some element
+needs run (JAX runs both and selects). The loop is exact (no cap on the rounds, so
 no failure probability), batches under `vmap` (per-example keys: a masked loop
 until every example is done) and compiles under `jit` with the same bits as
 eagerly. The rounds are few whatever the parameters: Knuth's Poisson sampler
@@ -57,11 +59,11 @@ def _any(x: Array) -> Array:
 def _either(pred: Array, on_true, on_false, dtype: np.dtype, *operands: Array) -> Array:
     """``select(pred, on_true(*operands), on_false(*operands))``, running each sampler only if some element takes it.
 
-    JAX runs both samplers over every element and selects; the samples are the same, but skipping a
-    rejection loop that no element uses halves the time of a poisson or binomial draw. Each sampler
-    has its own cond against zeros: under vmap a cond runs all its branches, and a three-way switch
-    (Knuth, rejection, both) would run each sampler twice. The branches take their inputs as
-    operands (values they closed over would be computed outside the cond).
+    JAX runs both samplers over every element and selects: the same samples, but poisson(3.0) would run
+    PTRS rounds that no element uses. Each sampler has its own cond against zeros, since under vmap a
+    cond runs all its branches and a three-way switch (one, the other, both) would run each sampler
+    twice. The branches take their inputs as operands: values they closed over would be computed
+    outside the cond.
     """
     zeros = lambda *_: const(np.zeros(pred.shape, dtype), dtype)  # noqa: E731
     taken = cond(_any(pred), on_true, zeros, *operands)
@@ -318,6 +320,8 @@ def geometric(key: KeyArray, p: ArrayLike, shape: int | Shape | None = None, dty
     p = convert(p, p.dtype if dtypes.is_floating(p.dtype) else dtypes.default_float())
     shape = result_shape("geometric", shape, p.shape)
     u = uniform_open("geometric", key, shape, p.dtype, 0.0)
+    # u = 0 (probability 2**-nmant) would give log 0 = -inf, an infinite count (NaN for p = 1) that JAX
+    # converts to the dtype's limit; ember draws it as u = 1, i.e. a first-trial success.
     u = ew.select(ew.eq(u, 0.0), _broadcast(const(1.0, p.dtype), shape), u)
     g = ew.add(ew.floor(ew.div(ew.log(u), _broadcast(ew.log1p(ew.neg(p)), shape))), 1.0)
     return convert(g, dtype)
