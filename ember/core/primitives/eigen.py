@@ -115,7 +115,11 @@ from ember.core.primitives import bitwise as _bw
 from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import reduction as _rd
 from ember.core.primitives import structural as _st
-from ember.core.primitives.contraction import dot_general_p
+from ember.core.primitives._matrix import batch_leading
+from ember.core.primitives._matrix import conj as _conj
+from ember.core.primitives._matrix import matmul as _matmul
+from ember.core.primitives._matrix import mH as _H
+from ember.core.primitives._matrix import mT as _T
 
 
 def _is_complex(x) -> bool:
@@ -134,25 +138,6 @@ def _to(x, dtype):
 
 def _real(x):
     return _ew.real_p.bind(x) if _is_complex(x) else x
-
-
-def _conj(x):
-    return _ew.conj_p.bind(x) if _is_complex(x) else x
-
-
-def _T(x):
-    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
-    return _st.transpose_p.bind(x, permutation=perm)
-
-
-def _H(x):
-    return _conj(_T(x))
-
-
-def _matmul(a, b):
-    batch = tuple(range(a.ndim - 2))
-    numbers = (((a.ndim - 1,), (b.ndim - 2,)), (batch, batch))
-    return dot_general_p.bind(a, b, dimension_numbers=numbers, precision=None, preferred_element_type=None)
 
 
 def _mul(a, b):
@@ -304,19 +289,7 @@ eig_p.jvp = _eig_jvp
 # --- batching rules ----------------------------------------------------------------------------
 # The primitives already map over leading axes: the vmap axis goes in front, and stays there.
 
-from ember.core.batching import move_axis
-
-
-def _front_batch(prim: Primitive):
-    def batch(size, args, dims, **params):
-        (x,), (d,) = args, dims
-        out = prim.bind(move_axis(x, d, 0), **params)
-        return out, [0] * len(out)
-
-    prim.batch = batch
-
-
 for _prim in (svd_p, eigh_p, eig_p):
-    _front_batch(_prim)
+    batch_leading(_prim)
 
 __all__ = ["eig_p", "eigh_p", "svd_p"]

@@ -174,30 +174,13 @@ import numpy as np
 from ember.core.ad import Zero, add_tangents, defnondiff, is_undefined
 from ember.core.array import wrap
 from ember.core.primitives import bitwise as _bw
-from ember.core.primitives import contraction as _ct
 from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import structural as _st
-
-
-def _matmul(x, y):
-    """x @ y over the last two axes; x and y share their leading (batch) axes."""
-    nb = x.ndim - 2
-    batch = tuple(range(nb))
-    return _ct.dot_general_p.bind(x, y, dimension_numbers=(((nb + 1,), (nb,)), (batch, batch)), precision=None,
-                                  preferred_element_type=None)  # fmt: skip
-
-
-def _mT(x):
-    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
-    return _st.transpose_p.bind(x, permutation=perm)
-
-
-def _conj(x):
-    return _ew.conj_p.bind(x) if dtypes.is_complex(x.dtype) else x
-
-
-def _H(x):
-    return _conj(_mT(x))
+from ember.core.primitives._matrix import batch_leading
+from ember.core.primitives._matrix import conj as _conj
+from ember.core.primitives._matrix import matmul as _matmul
+from ember.core.primitives._matrix import mH as _H
+from ember.core.primitives._matrix import mT as _mT
 
 
 def _constant(value: np.ndarray, dtype, shape):
@@ -255,17 +238,31 @@ def _tsolve(a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_
 
 def _cholesky_jvp(primals, tangents, *, symmetrize_input):
     # L' = L phi(L^-1 A' L^-H), phi = the lower triangle with its diagonal halved (Murray 2016,
-    # arXiv:1602.07527); A' is taken symmetric (it is, when the input is symmetrized).
+    # arXiv:1602.07527), for the Hermitian A' of the matrix the kernel factors: the symmetrized input,
+    # or the one LAPACK reads from the lower triangle (JAX uses the raw tangent there, whose upper
+    # triangle then moves L, though L never reads it).
     (a,), (t,) = primals, tangents
     L = cholesky_p.bind(a, symmetrize_input=symmetrize_input)
     if type(t) is Zero:
         return L, Zero(L.aval)
     if symmetrize_input:
         t = _ew.mul_p.bind(_ew.add_p.bind(t, _H(t)), wrap(np.asarray(0.5, t.dtype), False))
+    else:
+        t = _hermitian_from_lower(t)
     inner = _tsolve(L, _tsolve(L, t, lower=True, transpose_a=True, conjugate_a=True), left_side=True, lower=True)
     n = a.shape[-1]
     phi = _ew.mul_p.bind(inner, _constant(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), a.dtype, a.shape))
     return L, _matmul(L, phi)
+
+
+def _hermitian_from_lower(t):
+    """The Hermitian matrix LAPACK sees in t's lower triangle: that triangle, its conjugate transpose above
+    the diagonal, and the diagonal's real part."""
+    strict = _tril(t, -1)
+    diag = _ew.mul_p.bind(t, _eye_like(t))
+    if dtypes.is_complex(t.dtype):
+        diag = _ew.convert_element_type_p.bind(_ew.real_p.bind(diag), new_dtype=t.dtype, weak_type=False)
+    return _ew.add_p.bind(_ew.add_p.bind(strict, _H(strict)), diag)
 
 
 cholesky_p.jvp = _cholesky_jvp
@@ -431,18 +428,8 @@ solve_p.transpose = _solve_transpose
 
 from ember.core.batching import bdim_to_front, move_axis, not_mapped
 
-
-def _leading(prim):
-    def batch(size, args, dims, **params):
-        (x,), (d,) = args, dims
-        out = prim.bind(move_axis(x, d, 0), **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-
-    prim.batch = batch
-
-
 for _prim in (cholesky_p, lu_p, lu_pivots_to_permutation_p, qr_p, inv_p):
-    _leading(_prim)
+    batch_leading(_prim)
 
 
 def _fold_into_columns(b, d):
