@@ -120,6 +120,25 @@ def test_cholesky_symmetrizes_or_reads_the_lower_triangle():
         np.testing.assert_array_equal(np.asarray(enp.linalg.cholesky(spd)), np.linalg.cholesky(spd))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_cholesky_derivative_of_the_lower_triangle_it_reads(dtype):
+    # Without symmetrization L depends on the lower triangle only (and on the diagonal's real part):
+    # its tangent is central differences of NumPy's cholesky (which reads the same), for any tangent.
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 3)) + (1j * rng.standard_normal((3, 3)) if dtype == np.complex128 else 0)
+    spd = x @ x.conj().T + 3 * np.eye(3)
+    a = spd + np.triu(rng.standard_normal((3, 3)), 1)  # not read
+    t = rng.standard_normal((3, 3)) + (1j * rng.standard_normal((3, 3)) if dtype == np.complex128 else 0)
+    h = 1e-6
+    fd = (np.linalg.cholesky(a + h * t) - np.linalg.cholesky(a - h * t)) / (2 * h)
+    with ember.config.x64(True):
+        _, tangent = ember.jvp(lambda m: lax.linalg.cholesky(m, symmetrize_input=False), (a,), (t,))
+        np.testing.assert_allclose(np.asarray(tangent), fd, rtol=1e-6, atol=1e-8)
+        # cho_factor reads one triangle too: its gradient has nothing in the other one
+        g = np.asarray(ember.grad(lambda m: enp.real(esl.cho_factor(m, lower=False)[0]).sum())(a.T.conj().copy()))
+        assert not np.tril(g, -1).any()
+
+
 def test_empty_matrices():
     empty = np.zeros((0, 0))
     assert float(enp.linalg.det(empty)) == 1.0 and tuple(map(float, enp.linalg.slogdet(empty))) == (1.0, 0.0)
