@@ -174,30 +174,13 @@ import numpy as np
 from ember.core.ad import Zero, add_tangents, defnondiff, is_undefined
 from ember.core.array import wrap
 from ember.core.primitives import bitwise as _bw
-from ember.core.primitives import contraction as _ct
 from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import structural as _st
-
-
-def _matmul(x, y):
-    """x @ y over the last two axes; x and y share their leading (batch) axes."""
-    nb = x.ndim - 2
-    batch = tuple(range(nb))
-    return _ct.dot_general_p.bind(x, y, dimension_numbers=(((nb + 1,), (nb,)), (batch, batch)), precision=None,
-                                  preferred_element_type=None)  # fmt: skip
-
-
-def _mT(x):
-    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
-    return _st.transpose_p.bind(x, permutation=perm)
-
-
-def _conj(x):
-    return _ew.conj_p.bind(x) if dtypes.is_complex(x.dtype) else x
-
-
-def _H(x):
-    return _conj(_mT(x))
+from ember.core.primitives._matrix import batch_leading
+from ember.core.primitives._matrix import conj as _conj
+from ember.core.primitives._matrix import matmul as _matmul
+from ember.core.primitives._matrix import mH as _H
+from ember.core.primitives._matrix import mT as _mT
 
 
 def _constant(value: np.ndarray, dtype, shape):
@@ -445,18 +428,8 @@ solve_p.transpose = _solve_transpose
 
 from ember.core.batching import bdim_to_front, move_axis, not_mapped
 
-
-def _leading(prim):
-    def batch(size, args, dims, **params):
-        (x,), (d,) = args, dims
-        out = prim.bind(move_axis(x, d, 0), **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-
-    prim.batch = batch
-
-
 for _prim in (cholesky_p, lu_p, lu_pivots_to_permutation_p, qr_p, inv_p):
-    _leading(_prim)
+    batch_leading(_prim)
 
 
 def _fold_into_columns(b, d):
