@@ -241,11 +241,12 @@ def _float_to_int(xp, x, dtype):
         x = x.astype(np.float32)  # exact, and float32 holds every bound below as a power of two
     info = np.iinfo(dtype)
     lo, hi = xp.asarray(float(info.min), x.dtype), xp.asarray(float(info.max) + 1.0, x.dtype)
-    inside = (x >= lo) & (x < hi)  # False for NaN
     with np.errstate(invalid="ignore", over="ignore"):
         out = x.astype(dtype)
-    if bool(inside.all()):
+    # Two reductions decide the common case (all in range) without a mask; NaN fails both tests.
+    if x.size == 0 or bool(x.min() >= lo) and bool(x.max() < hi):
         return out
+    inside = (x >= lo) & (x < hi)  # False for NaN
     zero, low, high = dtype.type(0), dtype.type(info.min), dtype.type(info.max)
     return xp.where(inside, out, xp.where(x > 0, high, xp.where(x < 0, low, zero)))
 
