@@ -23,6 +23,7 @@ from ember.numpy import linalg as _enp_linalg
 from ember.numpy._core import ArrayLike
 from ember.numpy._core import promote_args as _promote_args
 from ember.numpy._core import promote_inexact as _promote_inexact
+from ember.numpy.linalg._factor import _mH
 from ember.numpy.linalg._spectral import scipy_eigh as eigh
 
 __all__: list[str] = ["block_diag", "cho_factor", "cho_solve", "eigh", "expm", "lu_factor", "lu_solve",
@@ -131,11 +132,6 @@ def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
         return _lax_linalg.cholesky(x, symmetrize_input=False), lower
     factor = _lax_linalg.cholesky(_mH(x), symmetrize_input=False)
     return _mH(factor), lower
-
-
-def _mH(x: Array) -> Array:
-    xt = lax.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
-    return lax.conj(xt) if dtypes.is_complex(x.dtype) else xt
 
 
 def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False,

@@ -46,9 +46,10 @@ from ember.numpy._reductions import any as _any
 from ember.numpy._reductions import max as _max
 from ember.numpy._reductions import min as _min
 from ember.numpy._reductions import sum as _sum
-from ember.numpy._shape import broadcast_to, expand_dims, moveaxis, reshape, swapaxes
+from ember.numpy._shape import broadcast_to, expand_dims, moveaxis, reshape
 from ember.numpy._ufuncs import abs as _abs
 from ember.numpy._ufuncs import conj, isnan, logical_and, logical_not, not_equal, real, sqrt, where
+from ember.numpy.linalg._factor import _mH as _H
 from ember.transforms.custom import custom_jvp
 
 __all__ = ["cond", "eig", "eigh", "eigvals", "eigvalsh", "lstsq", "matrix_norm", "matrix_rank", "norm", "pinv", "svd",
@@ -101,10 +102,6 @@ def _matrix(op: str, a: ArrayLike, square: bool = False) -> Array:
     x = _lapack_operand(op, a)
     eg._check_matrix(op, x.aval, square)
     return x
-
-
-def _H(x: Array) -> Array:
-    return conj(swapaxes(x, -1, -2)) if dtypes.is_complex(x.dtype) else swapaxes(x, -1, -2)
 
 
 def _uplo(op: str, UPLO) -> bool:
