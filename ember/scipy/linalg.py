@@ -23,17 +23,13 @@ from ember.numpy import linalg as _enp_linalg
 from ember.numpy._core import ArrayLike
 from ember.numpy._core import promote_args as _promote_args
 from ember.numpy._core import promote_inexact as _promote_inexact
-from ember.numpy.linalg._factor import _mH
+from ember.numpy.linalg._factor import _describe, _mH
 from ember.numpy.linalg._spectral import scipy_eigh as eigh
 
 __all__: list[str] = ["block_diag", "cho_factor", "cho_solve", "eigh", "expm", "lu_factor", "lu_solve",
                       "solve_triangular"]  # fmt: skip
 
 _TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False), 2: (True, True), "C": (True, True)}
-
-
-def _describe(x: Array) -> str:
-    return f"{x.dtype}{tuple(x.shape)}"
 
 
 def _square(op: str, a: Array) -> None:
