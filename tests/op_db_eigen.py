@@ -33,7 +33,6 @@ HALF_UNSUPPORTED = "half precision: LAPACK (and NumPy's linalg) has no float16/b
 NONDIFF_EIG = "eig is forward only (differentiating it raises TransformError; eigh is differentiable)"
 # float32 LAPACK against a float64 reference: errors grow with the condition of the problem.
 TOL = {F32: (5e-5, 5e-5), C64: (5e-5, 5e-5), F64: (1e-11, 1e-11), C128: (1e-11, 1e-11)}
-AD_TOL = {F32: (5e-3, 5e-3), C64: (5e-3, 5e-3)}
 
 
 def _lapack_dtype(d) -> np.dtype:
@@ -241,10 +240,9 @@ register(
            lambda rng, d: [Sample((make_array(rng, (3, 3), d),)), Sample((make_array(rng, (2, 4, 4), d),)),
                            Sample((make_array(rng, (0, 0), d),))],
            LAX_UNSUPPORTED, primitives=("add", "mul", "transpose")),
-    OpInfo("lax.linalg.svd", _lax_svd, _np_svd, LAPACK, _svd_samples, LAX_UNSUPPORTED, primitives=("svd",), tol=TOL,
-           ad_tol=AD_TOL),
+    OpInfo("lax.linalg.svd", _lax_svd, _np_svd, LAPACK, _svd_samples, LAX_UNSUPPORTED, primitives=("svd",), tol=TOL),
     OpInfo("lax.linalg.eigh", _lax_eigh, _np_eigh, LAPACK, _eigh_samples, LAX_UNSUPPORTED, primitives=("eigh",),
-           tol=TOL, ad_tol=AD_TOL),
+           tol=TOL),
     OpInfo("lax.linalg.eig", lambda x: _eig_checks(x, *lax_linalg.eig(x)), _np_eig_checks, LAPACK, _eig_samples,
            LAX_UNSUPPORTED, primitives=("eig",), out_dtype=_complex_of, tol=TOL, transforms=frozenset({"vmap", "jit"}),
            nondiff=NONDIFF_EIG),
@@ -329,15 +327,15 @@ def _scipy_eigh_samples(rng, d):
 
 register(
     OpInfo("enp.linalg.svd", _enp_svd, _np_svd_full, ENP_LAPACK, _enp_svd_samples, HALF_UNSUPPORTED,
-           primitives=("svd", "eigh", "sort"), out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL),
+           primitives=("svd", "eigh", "sort"), out_dtype=_lapack_dtype, tol=TOL),
     OpInfo("enp.linalg.svdvals", enp.linalg.svdvals, lambda x: np.linalg.svd(x, compute_uv=False), ENP_LAPACK,
            lambda rng, d: [Sample((_mat(rng, (3, 4), d),)), Sample((_mat(rng, (2, 3, 2), d),)),
                            Sample((make_array(rng, (2, 0, 3), d),))],
-           HALF_UNSUPPORTED, primitives=("svd",), out_dtype=_real_of, tol=TOL, ad_tol=AD_TOL),
+           HALF_UNSUPPORTED, primitives=("svd",), out_dtype=_real_of, tol=TOL),
     OpInfo("enp.linalg.eigh", _enp_eigh, _np_eigh_full, ENP_LAPACK, _enp_eigh_samples, HALF_UNSUPPORTED,
-           primitives=("eigh",), out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL),
+           primitives=("eigh",), out_dtype=_lapack_dtype, tol=TOL),
     OpInfo("enp.linalg.eigvalsh", enp.linalg.eigvalsh, _np_eigvalsh, ENP_LAPACK, _enp_eigvalsh_samples,
-           HALF_UNSUPPORTED, primitives=("eigh",), out_dtype=_real_of, tol=TOL, ad_tol=AD_TOL),
+           HALF_UNSUPPORTED, primitives=("eigh",), out_dtype=_real_of, tol=TOL),
     OpInfo("enp.linalg.eig", lambda x: _eig_checks(x, *enp.linalg.eig(x)[:1], None, enp.linalg.eig(x)[1]),
            lambda x: _np_eig_checks(x, left=False), ENP_LAPACK, _eig_samples, HALF_UNSUPPORTED, primitives=("eig",),
            out_dtype=_complex_of, tol=TOL, transforms=frozenset({"vmap", "jit"}), nondiff=NONDIFF_EIG),
@@ -345,7 +343,7 @@ register(
            lambda x: [np.sort_complex(np.linalg.eigvals(x))], ENP_LAPACK, _eig_samples, HALF_UNSUPPORTED, primitives=("eig",),
            out_dtype=_complex_of, tol=TOL, transforms=frozenset({"vmap", "jit"}), nondiff=NONDIFF_EIG),
     OpInfo("scipy.linalg.eigh", _scipy_eigh, _np_scipy_eigh, ENP_LAPACK, _scipy_eigh_samples, HALF_UNSUPPORTED,
-           primitives=("eigh",), out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL),
+           primitives=("eigh",), out_dtype=_lapack_dtype, tol=TOL),
 )  # fmt: skip
 
 # --- enp.linalg: norms ---------------------------------------------------------------------------------
@@ -415,14 +413,14 @@ def _nonzero_norms(samples):
 
 register(
     OpInfo("enp.linalg.norm", enp.linalg.norm, _np_norm, ALL, _norm_samples, "", primitives=("svd",),
-           out_dtype=_norm_dtype, tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}, ad_tol=AD_TOL,
+           out_dtype=_norm_dtype, tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)},
            ad_samples=_nonzero_norms(_norm_samples)),
     OpInfo("enp.linalg.vector_norm", enp.linalg.vector_norm, _np_vector_norm, ALL, _vector_norm_samples, "",
-           out_dtype=_norm_dtype, tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}, ad_tol=AD_TOL),
+           out_dtype=_norm_dtype, tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}),
     OpInfo("enp.linalg.matrix_norm", enp.linalg.matrix_norm,
            lambda x, keepdims=False, ord="fro": np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord), ALL,
            _matrix_norm_samples, "", primitives=("svd",), out_dtype=_norm_dtype,
-           tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}, ad_tol=AD_TOL),
+           tol={**TOL, np.dtype(np.float16): (4e-3, 4e-3)}),
 )  # fmt: skip
 
 # --- enp.linalg: pinv, matrix_rank, lstsq, cond ------------------------------------------------------------
@@ -492,14 +490,14 @@ def _cond_samples(rng, d):
 
 register(
     OpInfo("enp.linalg.pinv", enp.linalg.pinv, _np_pinv, ENP_LAPACK, _pinv_samples, HALF_UNSUPPORTED,
-           primitives=("svd", "eigh"), out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL,
+           primitives=("svd", "eigh"), out_dtype=_lapack_dtype, tol=TOL,
            ad_samples=_ad_full_rank(_pinv_samples)),
     OpInfo("enp.linalg.matrix_rank", enp.linalg.matrix_rank, np.linalg.matrix_rank, ENP_LAPACK, _rank_samples,
            HALF_UNSUPPORTED, primitives=("svd", "eigh"),
            out_dtype=lambda d: np.dtype(np.int64) if np.dtype(d) in SIXTY_FOUR_BIT else np.dtype(np.int32),
            transforms=frozenset({"vmap", "jit"}), nondiff="an integer count: no tangent space"),
     OpInfo("enp.linalg.lstsq", _lstsq, _np_lstsq, ENP_LAPACK, _lstsq_samples, HALF_UNSUPPORTED, primitives=("svd",),
-           out_dtype=_lapack_dtype, tol=TOL, ad_tol=AD_TOL, ad_samples=_ad_full_rank(_lstsq_samples)),
+           out_dtype=_lapack_dtype, tol=TOL, ad_samples=_ad_full_rank(_lstsq_samples)),
     OpInfo("enp.linalg.cond", enp.linalg.cond, np.linalg.cond, ENP_LAPACK, _cond_samples, HALF_UNSUPPORTED,
-           primitives=("svd",), out_dtype=_real_of, tol=TOL, ad_tol=AD_TOL),
+           primitives=("svd",), out_dtype=_real_of, tol=TOL),
 )  # fmt: skip
