@@ -18,7 +18,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.primitive import Primitive
 from ember.core.primitives._rules import DTypes, check_bools, check_dtype, check_same_dtypes
-from ember.errors import InvalidArgumentError, ShapeError
+from ember.errors import InvalidArgumentError, ShapeError, TransformError
 
 LAPACK = DTypes("float32, float64, complex64 or complex128 (the dtypes LAPACK computes in)",
                 (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128))  # fmt: skip
@@ -356,7 +356,7 @@ def _qr_jvp(primals, tangents, *, full_matrices):
     if type(t) is Zero:
         return [q, r], [Zero(q.aval), Zero(r.aval)]
     if full_matrices and m > n:
-        raise InvalidArgumentError(
+        raise TransformError(
             f"qr: the derivative of the complete QR (full_matrices=True) of a tall {m}x{n} matrix is not unique "
             "(the extra columns of Q are arbitrary); differentiate the reduced QR (full_matrices=False, mode='reduced')"
         )
