@@ -105,14 +105,31 @@ def _first_round(key: Array, d: Array, c: Array) -> tuple[Array, Array]:
     return ew.select(enter, v_next, v), ew.bitwise_and(enter, again)
 
 
+def _finish(key: Array, v: Array, alpha: Array, log_space: bool) -> Array:
+    """The sample d v (or its log), times u**(1/alpha) for alpha < 1."""
+    dtype = alpha.dtype
+    zero, one = const(0.0, dtype), const(1.0, dtype)
+    boost_mask, d, _ = _constants(alpha)
+    if log_space:
+        log_u = ew.neg(_standard_exponential("gamma", key, (), dtype))
+        log_boost = ew.select(ew.bitwise_or(boost_mask, ew.eq(log_u, zero)), zero, ew.div(log_u, alpha))
+        return ew.add(ew.add(ew.log(d), ew.log(v)), log_boost)
+    u = ew.sub(one, uniform_open("gamma", key, (), dtype, 0.0))
+    boost = ew.select(boost_mask, one, ew.pow(u, ew.div(one, alpha)))
+    return ew.mul(ew.mul(d, v), boost)
+
+
+# --- every element ---------------------------------------------------------------------------------
+
+
 def _accepted_v(keys: Array, d: Array, c: Array, capacity: int) -> Array:
     """The accepted v of every element's loop (keys (n, 2), d and c (n,)), the bits of ``vmap(_loop_v)``.
 
-    Under vmap the loop runs every element until the last one accepts, which is 3 to 5 rounds of
-    normal draws (erf_inv, threefry) over the whole array for a million elements although nearly all
-    accept in the first. So the first round runs over every element, and the few that need more
-    (about 6%) run the whole loop again from their key (the same draws, so the same bits), `capacity`
-    of them at a time, gathered to the front by a fixed-size `nonzero` (so that it compiles).
+    Under vmap the loop runs every element until the last one accepts: for a million elements about
+    5 rounds and 18 normal draws (threefry and erf_inv) over the whole array, although nearly all
+    accept in the first round. So the first round runs over every element, and the few that need
+    more (about 6%) run the whole loop again from their key (the same draws, so the same bits),
+    `capacity` of them at a time, gathered to the front by a fixed-size `nonzero` (so that it compiles).
     """
     n = d.shape[0]
     v, pending = vmap(_first_round)(keys, d, c)
@@ -128,20 +145,6 @@ def _accepted_v(keys: Array, d: Array, c: Array, capacity: int) -> Array:
     return v
 
 
-def _finish(key: Array, v: Array, alpha: Array, log_space: bool) -> Array:
-    """The sample d v (or its log), times u**(1/alpha) for alpha < 1."""
-    dtype = alpha.dtype
-    zero, one = const(0.0, dtype), const(1.0, dtype)
-    boost_mask, d, _ = _constants(alpha)
-    if log_space:
-        log_u = ew.neg(_standard_exponential("gamma", key, (), dtype))
-        log_boost = ew.select(ew.bitwise_or(boost_mask, ew.eq(log_u, zero)), zero, ew.div(log_u, alpha))
-        return ew.add(ew.add(ew.log(d), ew.log(v)), log_boost)
-    u = ew.sub(one, uniform_open("gamma", key, (), dtype, 0.0))
-    boost = ew.select(boost_mask, one, ew.pow(u, ew.div(one, alpha)))
-    return ew.mul(ew.mul(d, v), boost)
-
-
 def _gamma_impl(key: Array, a: Array, log_space: bool) -> Array:
     if a.size == 0:
         return const(np.zeros(a.shape, a.dtype), a.dtype)
@@ -149,7 +152,7 @@ def _gamma_impl(key: Array, a: Array, log_space: bool) -> Array:
     # One key per element, split again into the loop's key and the boost's (as JAX).
     loop_keys, boost_keys = vmap(lambda k: tuple(split(k)))(split(key, a.size))
     _, d, c = _constants(alpha)
-    # About 6% of the elements need a second round; 1/16 of them per rerun leaves room to spare.
+    # About 6% of the elements need more than one round: reruns of 1/16 of the elements leave room to spare.
     v = _accepted_v(loop_keys, d, c, max(1, -(-a.size // 16)))
     return st.reshape(vmap(lambda k, v, al: _finish(k, v, al, log_space))(boost_keys, v, alpha), a.shape)
 
