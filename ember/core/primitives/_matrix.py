@@ -6,9 +6,13 @@ same few matrix operations, and their single-operand primitives the same batchin
 
 from __future__ import annotations
 
+import numpy as np
+
 from ember.core import dtypes
+from ember.core.array import wrap
 from ember.core.batching import move_axis
 from ember.core.primitive import Primitive
+from ember.core.primitives import bitwise as _bw
 from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import structural as _st
 from ember.core.primitives.contraction import dot_general_p
@@ -35,6 +39,26 @@ def conj(x):
 def mH(x):
     """The conjugate transpose over the last two axes."""
     return conj(mT(x))
+
+
+def hermitian_from_triangle(t, lower: bool):
+    """The Hermitian matrix LAPACK sees when it reads one triangle of `t`: that triangle, its conjugate
+    transpose across the diagonal, and the diagonal's real part (the tangent of what cholesky and eigh
+    factor when they do not symmetrize)."""
+    n = t.shape[-1]
+    rows = _st.iota_p.bind(dtype=dtypes.int32, shape=(n, n), dimension=0)
+    cols = _st.iota_p.bind(dtype=dtypes.int32, shape=(n, n), dimension=1)
+    zeros = _st.broadcast_in_dim_p.bind(wrap(np.zeros((), t.dtype), False), shape=t.shape, broadcast_dimensions=())
+
+    def where(mask):  # t where the (n, n) mask holds, over every batch matrix; else 0
+        mask = _st.broadcast_in_dim_p.bind(mask, shape=t.shape, broadcast_dimensions=(t.ndim - 2, t.ndim - 1))
+        return _ew.select_n_p.bind(mask, zeros, t)
+
+    strict = where((_bw.gt_p if lower else _bw.lt_p).bind(rows, cols))
+    diag = where(_bw.eq_p.bind(rows, cols))
+    if dtypes.is_complex(t.dtype):
+        diag = _ew.convert_element_type_p.bind(_ew.real_p.bind(diag), new_dtype=t.dtype, weak_type=False)
+    return _ew.add_p.bind(_ew.add_p.bind(strict, mH(strict)), diag)
 
 
 def batch_leading(prim: Primitive) -> None:

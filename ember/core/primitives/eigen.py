@@ -117,6 +117,7 @@ from ember.core.primitives import reduction as _rd
 from ember.core.primitives import structural as _st
 from ember.core.primitives._matrix import batch_leading
 from ember.core.primitives._matrix import conj as _conj
+from ember.core.primitives._matrix import hermitian_from_triangle as _hermitian_from_triangle
 from ember.core.primitives._matrix import matmul as _matmul
 from ember.core.primitives._matrix import mH as _H
 from ember.core.primitives._matrix import mT as _T
@@ -190,16 +191,6 @@ def _safe_reciprocal(x):
     one = _broadcast(_scalar(1, x.dtype), x.shape)
     inv = _ew.div_p.bind(one, _select(zero, x, one))
     return _select(zero, inv, _broadcast(_scalar(0, x.dtype), x.shape))
-
-
-def _hermitian_from_triangle(t, lower: bool):
-    """The Hermitian matrix LAPACK sees when it reads one triangle of `t` (the diagonal's real part)."""
-    rows, cols = _index_grid(t.shape[-1])
-    strict = (_bw.gt_p if lower else _bw.lt_p).bind(rows, cols)
-    zeros = _broadcast(_scalar(0, t.dtype), t.shape)
-    off = _select(_broadcast(strict, t.shape), zeros, t)
-    diag = _mul(_real(t), _eye(t.shape[-1], dtypes.real_dtype(t.dtype)))
-    return _add(_add(off, _H(off)), _to(diag, t.dtype))
 
 
 def _diag_of_product(a, b):

@@ -178,6 +178,7 @@ from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import structural as _st
 from ember.core.primitives._matrix import batch_leading
 from ember.core.primitives._matrix import conj as _conj
+from ember.core.primitives._matrix import hermitian_from_triangle
 from ember.core.primitives._matrix import matmul as _matmul
 from ember.core.primitives._matrix import mH as _H
 from ember.core.primitives._matrix import mT as _mT
@@ -248,21 +249,11 @@ def _cholesky_jvp(primals, tangents, *, symmetrize_input):
     if symmetrize_input:
         t = _ew.mul_p.bind(_ew.add_p.bind(t, _H(t)), wrap(np.asarray(0.5, t.dtype), False))
     else:
-        t = _hermitian_from_lower(t)
+        t = hermitian_from_triangle(t, lower=True)
     inner = _tsolve(L, _tsolve(L, t, lower=True, transpose_a=True, conjugate_a=True), left_side=True, lower=True)
     n = a.shape[-1]
     phi = _ew.mul_p.bind(inner, _constant(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), a.dtype, a.shape))
     return L, _matmul(L, phi)
-
-
-def _hermitian_from_lower(t):
-    """The Hermitian matrix LAPACK sees in t's lower triangle: that triangle, its conjugate transpose above
-    the diagonal, and the diagonal's real part."""
-    strict = _tril(t, -1)
-    diag = _ew.mul_p.bind(t, _eye_like(t))
-    if dtypes.is_complex(t.dtype):
-        diag = _ew.convert_element_type_p.bind(_ew.real_p.bind(diag), new_dtype=t.dtype, weak_type=False)
-    return _ew.add_p.bind(_ew.add_p.bind(strict, _H(strict)), diag)
 
 
 cholesky_p.jvp = _cholesky_jvp
