@@ -71,8 +71,9 @@ def checked_args(fn: str, key, dtype, shape, *params) -> tuple:
     return (key, dtype, result_shape(fn, shape, *(p.shape for p in params)), *params)
 
 
-def uniform_open(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float = 1.0) -> Array:
-    return _uniform(fn, key, shape, dtype, const(lo, dtype), const(hi, dtype))
+def uniform_open(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float = 1.0,
+                 at: Array | None = None) -> Array:  # fmt: skip
+    return _uniform(fn, key, shape, dtype, const(lo, dtype), const(hi, dtype), at)
 
 
 def _standard_exponential(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:

@@ -96,6 +96,48 @@ def _transformed_rejection(fn: str, key: Array, like: Array, v_r: Array, propose
     return k
 
 
+def _count_draws(fn: str, key: Array, count: Array, total: Array, params: tuple[Array, ...], pending, step,
+                 sub_first: bool) -> Array:  # fmt: skip
+    """The counts after JAX's counting loop (Knuth's Poisson sampler, binomial inversion).
+
+    Each round splits the key (into the next key and the round's, in `sub_first` order), adds one to
+    the count of each element with ``pending(total, *params)`` and sets every total to
+    ``step(u, total, *params)`` for a fresh uniform u; the loop ends when no element is pending. An
+    element that is done stays done, but JAX's loop draws for every element until the last one is
+    done (17 rounds for poisson(3.0) over a million elements, most of them done after 5). So the
+    rounds run over every element while more than 1/16 of them are pending, then over the pending
+    ones only, gathered by a fixed-size `nonzero` and drawn at their own positions (a position's bits
+    depend on the key and the position alone): the same counts.
+    """
+    shape, n = count.shape, count.size
+    capacity = max(1, -(-n // 16))
+    count, total = st.reshape(count, (n,)), st.reshape(total, (n,))
+    params = tuple(st.reshape(p, (n,)) for p in params)
+    one = const(1, count.dtype)
+
+    def round_(count, total, rng, params, going, at=None):
+        first, second = split(rng)
+        rng, sub = (second, first) if sub_first else (first, second)
+        u = uniform_open(fn, sub, (n,), total.dtype, 0.0, at=at)
+        return ew.select(going, ew.add(count, one), count), step(u, total, *params), rng
+
+    def many(state):
+        return ew.gt(st.reduce_sum(convert(pending(state[1], *params), np.int32), (0,)), const(capacity, np.int32))
+
+    count, total, key = while_loop(many, lambda s: round_(*s, params, pending(s[1], *params)), (count, total, key))
+    (idx,) = enp.nonzero(pending(total, *params), size=capacity, fill_value=n)
+    valid = ew.lt(idx, const(n, idx.dtype))
+    picked = tuple(enp.take(x, idx, mode="clip") for x in (count, total, *params))
+    at = convert(idx, np.uint32)
+
+    def going(state, params):
+        return ew.bitwise_and(valid, pending(state[1], *params))
+
+    sub_count, _, _ = while_loop(lambda s: _any(going(s, picked[2:])),
+                                 lambda s: round_(*s, picked[2:], going(s, picked[2:]), at), (*picked[:2], key))  # fmt: skip
+    return st.reshape(count.at[idx].set(sub_count, mode="drop"), shape)
+
+
 # --- poisson ------------------------------------------------------------------------------------------
 
 
@@ -143,15 +185,10 @@ def _poisson(key: Array, lam: Array, dtype: np.dtype) -> Array:
 
 def _poisson_knuth(key: Array, lam: Array, dtype: np.dtype) -> Array:
     # Count uniforms until their product drops below e^-lam.
-    def body(state):
-        k, rng, log_prod = state
-        rng, sub = split(rng)
-        k = ew.select(ew.gt(log_prod, ew.neg(lam)), ew.add(k, const(1, dtype)), k)
-        u = uniform_open("poisson", sub, lam.shape, lam.dtype, 0.0)
-        return k, rng, ew.add(log_prod, ew.log(u))
-
-    init = (const(np.zeros(lam.shape, dtype), dtype), key, ew.mul(lam, 0.0))
-    k, _, _ = while_loop(lambda s: _any(ew.gt(s[2], ew.neg(lam))), body, init)
+    zeros = const(np.zeros(lam.shape, dtype), dtype)
+    pending = lambda log_prod, lam: ew.gt(log_prod, ew.neg(lam))  # noqa: E731
+    step = lambda u, log_prod, _: ew.add(log_prod, ew.log(u))  # noqa: E731
+    k = _count_draws("poisson", key, zeros, ew.mul(lam, 0.0), (lam,), pending, step, sub_first=False)
     return ew.sub(k, const(1, dtype))
 
 
@@ -251,17 +288,10 @@ def _binomial(key: Array, count: Array, prob: Array) -> Array:
 
 def _binomial_inversion(key: Array, count: Array, prob: Array) -> Array:
     # The number of geometric waiting times (trials up to a success) that fit in `count` trials.
-    log1mp = ew.log1p(ew.neg(prob))
-
-    def body(state):
-        num, total, rng = state
-        sub, rng = split(rng)
-        num = ew.select(ew.le(total, count), ew.add(num, 1.0), num)
-        u = uniform_open("binomial", sub, prob.shape, prob.dtype, 0.0)
-        return num, ew.add(total, ew.ceil(ew.div(ew.log(u), log1mp))), rng
-
     zeros = ew.mul(prob, 0.0)
-    num, _, _ = while_loop(lambda s: _any(ew.le(s[1], count)), body, (zeros, zeros, key))
+    pending = lambda total, count, _: ew.le(total, count)  # noqa: E731
+    step = lambda u, total, _, log1mp: ew.add(total, ew.ceil(ew.div(ew.log(u), log1mp)))  # noqa: E731
+    num = _count_draws("binomial", key, zeros, zeros, (count, ew.log1p(ew.neg(prob))), pending, step, sub_first=True)
     return ew.sub(num, 1.0)
 
 

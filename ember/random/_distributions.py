@@ -77,13 +77,16 @@ def uniform(key: KeyArray, shape: int | Shape = (), dtype=None, minval: ArrayLik
     return _uniform("uniform", key, shape, dtype, lo, hi)
 
 
-def _uniform(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: Array, hi: Array) -> Array:
+def _uniform(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: Array, hi: Array,
+             at: Array | None = None) -> Array:  # fmt: skip
+    # With `at` (flat positions, see random_bits), the draws at those positions of `shape`, in at's shape.
     nbits = 8 * dtype.itemsize
     nmant = int(dtypes.finfo(dtype).nmant)
     # Fewer than 8 mantissa bits (bfloat16): draw bytes, as JAX does.
     rng_bits = 8 if nmant < 8 else nbits
     uint = _UINT_OF_BITS[nbits]
-    bits = random_bits(fn, key, rng_bits, shape)
+    bits = random_bits(fn, key, rng_bits, shape, at)
+    shape = shape if at is None else at.shape
     if rng_bits != nbits:
         bits = convert(bits, uint)
     # Random mantissa under the exponent of 1.0 gives a float in [1, 2); subtract 1.

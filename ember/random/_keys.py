@@ -250,10 +250,14 @@ def threefry2x32(key: KeyArray, count: Array) -> Array:
 # --- raw bits --------------------------------------------------------------------------------
 
 
-def random_bits(fn: str, key: Array, bit_width: int, shape: tuple[int, ...]) -> Array:
-    """Unsigned integers of `bit_width` bits and `shape` from a checked key."""
+def random_bits(fn: str, key: Array, bit_width: int, shape: tuple[int, ...], at: Array | None = None) -> Array:
+    """Unsigned integers of `bit_width` bits and `shape` from a checked key.
+
+    With `at` (uint32 flat positions in an array of `shape`), only those positions' bits, in the shape
+    of `at`: each position's bits depend on the key and the position alone.
+    """
     k1, k2 = _words(key)
-    b1, b2 = threefry2x32_p.bind(k1, k2, *_counters(fn, shape))
+    b1, b2 = threefry2x32_p.bind(k1, k2, *(_counters(fn, shape) if at is None else (const(0, dtypes.uint32), at)))
     if bit_width == 64:
         # Both words, high first.
         hi, lo = convert(b1, dtypes.uint64), convert(b2, dtypes.uint64)
