@@ -1,19 +1,24 @@
 """Discrete distributions: poisson, binomial and geometric (JAX's algorithms).
 
-The rejection samplers run in a `lax.while_loop` over the whole array: each
-round draws for every element, an element takes the candidate of the last
-round that accepted it (as JAX), and the loop ends when every element has
-accepted. Of the two samplers of each distribution only those some element
-needs run (JAX runs both and selects). The loop is exact (no cap on the rounds, so
-no failure probability), batches under `vmap` (per-example keys: a masked loop
-until every example is done) and compiles under `jit` with the same bits as
-eagerly. The rounds are few whatever the parameters: Knuth's Poisson sampler
-(lam < 10) needs lam + 1 rounds on average and binomial inversion
-(n * min(p, 1-p) <= 10) about n * min(p, 1-p) + 1; Hormann's PTRS (lam >= 10)
-and BTRS (binomial, n * min(p, 1-p) > 10) accept each element with
-probability at least 0.7 per round (measured: PTRS 0.75 at lam = 10 rising to
-0.89, BTRS 0.72 just above the switch rising to 0.88), so n elements are all
-done after about log(n) / log(1/0.3) rounds, e.g. 12 for a million.
+The samplers run in a `lax.while_loop` over the whole array, as JAX's: each
+round draws for every element, and the loop ends when every element is done.
+The loops are exact (no cap on the rounds, so no failure probability), batch
+under `vmap` (per-example keys: a masked loop until every example is done)
+and compile under `jit` with the same bits as eagerly. The rounds are few
+whatever the parameters: Knuth's Poisson sampler (lam < 10) needs lam + 1
+rounds on average and binomial inversion (n * min(p, 1-p) <= 10) about
+n * min(p, 1-p) + 1; Hormann's PTRS (lam >= 10) and BTRS (binomial,
+n * min(p, 1-p) > 10) accept each element with probability at least 0.7 per
+round (measured: PTRS 0.75 at lam = 10 rising to 0.89, BTRS 0.72 just above
+the switch rising to 0.88), so n elements are all done after about
+log(n) / log(1/0.3) rounds, e.g. 12 for a million.
+
+Where the samples allow, less than JAX is computed (the same bits): of the
+two samplers of each distribution only those some element needs run
+(`_either`), and the counting loops (Knuth, inversion) run their late rounds
+on the pending elements only (`_count_draws`). The rejection loops cannot:
+as in JAX an element takes the candidate of the last round that accepted it,
+so every element draws until the last one is done.
 """
 
 from __future__ import annotations
