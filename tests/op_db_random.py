@@ -686,10 +686,6 @@ def _gn_samples(rng, dtype):
     return [Sample((_key(rng), p, s, dtype)) for p, s in ((2.0, (4,)), (0.7, (2, 3)), (1.0, ()))]
 
 
-def _rademacher_samples(rng, dtype):
-    return [Sample((_key(rng), s, dtype)) for s in ((), (5,), (2, 3), (0,))]
-
-
 def _float_out(i):
     return lambda dtype, sample: np.dtype(sample.args[i])
 
@@ -735,7 +731,7 @@ register(
     _sampler("double_sided_maxwell", er.double_sided_maxwell, ref_double_sided_maxwell, _dsm_samples, out=4),
     _sampler("f", er.f, ref_f, _two_param_samples, out=4),
     _sampler("generalized_normal", er.generalized_normal, ref_generalized_normal, _gn_samples, out=3),
-    _sampler("rademacher", er.rademacher, ref_rademacher, _rademacher_samples, SIGNED + FLOATING,
+    _sampler("rademacher", er.rademacher, ref_rademacher, _no_param_samples, SIGNED + FLOATING,
              "random signs: signed integer or floating dtypes", out=2),
     OpInfo("lax.random_gamma_grad", lax.random_gamma_grad, ref_random_gamma_grad, FLOATING, _gamma_grad_samples,
            FLOAT_ONLY, primitives=("random_gamma_grad",), tol={np.dtype(np.float64): (1e-7, 1e-9), BF16: (3e-2, 3e-2)},
