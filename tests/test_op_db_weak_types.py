@@ -79,22 +79,7 @@ def jax_weak_flags(name: str, operands_weak: list[bool], has_scalar_operand: boo
 # --- where ember does not follow it yet -----------------------------------------------------------
 # Each is a strict xfail: the cell fails loudly once the function follows JAX, so the entry leaves
 # this list. The owner is the module whose constants or conversions decide the flag.
-KNOWN_DIFFERENCES = {
-    "enp.unique": "_sorting (JAX: weak values)",
-    "enp.unique_values": "_sorting (JAX: weak values)",
-    "enp.unique_all[values]": "_sorting (JAX: weak values)",
-    "enp.unique_counts[values]": "_sorting (JAX: weak values)",
-    "enp.unique_inverse[values]": "_sorting (JAX: weak values)",
-    "enp.unravel_index": "integer index results are strong in ember (JAX: weak for weak indices)",
-    "enp.from_dlpack": "from_dlpack keeps the weak flag (JAX: strong)",
-    "lax.random_gamma_grad": "core/primitives/random.py keeps the weak type (JAX: strong)",
-    "lax.fft": "core/primitives/fft.py keeps the weak type (JAX: strong)",
-    "lax.fft[rfft]": "core/primitives/fft.py keeps the weak type (JAX: strong)",
-    "lax.linalg.lu[pivots]": "core/primitives/linalg.py: pivots are strong (JAX: the standard rule)",
-    "lax.linalg.lu_pivots_to_permutation": "core/primitives/linalg.py: strong (JAX: the standard rule)",
-    "lax.linalg.eig": "core/primitives/eigen.py: eigenvalues are strong (JAX: weak)",
-    "lax.linalg.symmetrize": "strong (JAX's (x + x^H) / 2 keeps x's weak type)",
-}  # fmt: skip
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 # --- the column -----------------------------------------------------------------------------------
 

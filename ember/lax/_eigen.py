@@ -6,7 +6,9 @@ axes are a batch. `ember.numpy.linalg` builds NumPy's functions on these.
 
 from __future__ import annotations
 
-from ember.core.array import Array
+import numpy as np
+
+from ember.core.array import Array, wrap
 from ember.core.primitives import eigen as eg
 from ember.core.primitives import elementwise as ew
 from ember.errors import InvalidArgumentError
@@ -41,7 +43,8 @@ def symmetrize(x: ArrayLike) -> Array:
     """
     x = _one("symmetrize", x)
     eg._check_matrix("symmetrize", x.aval, square=True)
-    half = ew.mul_p.bind(ew.add_p.bind(x, eg._H(x)), eg._scalar(0.5, x.dtype))
+    half_ = wrap(np.asarray(0.5, dtype=x.dtype), x.weak_type)  # weak like x, as JAX's division by a Python 2
+    half = ew.mul_p.bind(ew.add_p.bind(x, eg._H(x)), half_)
     return half
 
 

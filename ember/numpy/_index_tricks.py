@@ -271,12 +271,13 @@ def unravel_index(indices: ArrayLike, shape: int | Sequence[int], order: str = "
         raise InvalidArgumentError(
             f"unravel_index: index {bad} is out of bounds for an array of shape {dims} (size {size})"
         )
+    weak = idx.weak_type  # JAX: the coordinates of weak indices are weak
     idx = convert(idx, dtypes.default_int())  # in range below, so no value changes
     if size:
         idx = lax.clamp(lax.full((), 0, idx.dtype), idx, lax.full((), size - 1, idx.dtype))
     out = []
     for d in reversed(dims) if order == "C" else dims:
-        out.append(convert(lax.rem(idx, lax.full(idx.shape, max(d, 1), idx.dtype)), dtypes.default_int()))
+        out.append(convert(lax.rem(idx, lax.full(idx.shape, max(d, 1), idx.dtype)), dtypes.default_int(), weak))
         idx = lax.div(idx, lax.full(idx.shape, max(d, 1), idx.dtype))
     return tuple(reversed(out)) if order == "C" else tuple(out)
 

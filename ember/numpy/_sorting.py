@@ -480,7 +480,7 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
     if axis is not None:
         values = moveaxis(values, 0, axis)
 
-    results = [values]
+    results = [convert(values, values.dtype, x.weak_type)]  # JAX: the unique values of a weak array are weak
     if return_index:
         if n:
             index = lax.select(valid, _resize(first_index, length), lax.full((length,), _first(perm), int_))

@@ -100,7 +100,7 @@ def _eig_rule(
     check_bools("eig", compute_left_eigenvectors=compute_left_eigenvectors,
                 compute_right_eigenvectors=compute_right_eigenvectors)  # fmt: skip
     cdtype = dtypes.complex_dtype(dtypes.real_dtype(x.dtype))
-    out = [ShapedArray(x.shape[:-1], cdtype, False)]
+    out = [ShapedArray(x.shape[:-1], cdtype, x.weak_type)]  # JAX: weak eigenvalues, strong eigenvectors
     out += [ShapedArray(x.shape, cdtype, False)] * (compute_left_eigenvectors + compute_right_eigenvectors)
     return out
 

@@ -96,10 +96,10 @@ def _fft_rule(x: ShapedArray, *, fft_type, fft_lengths) -> ShapedArray:
         )
     batch = x.shape[:-d]
     if fft_type is FftType.RFFT:
-        return ShapedArray((*batch, *lengths[:-1], n // 2 + 1), dtypes.complex_dtype(x.dtype), x.weak_type)
+        return ShapedArray((*batch, *lengths[:-1], n // 2 + 1), dtypes.complex_dtype(x.dtype), False)
     if fft_type is FftType.IRFFT:
-        return ShapedArray((*batch, *lengths), dtypes.real_dtype(x.dtype), x.weak_type)
-    return x
+        return ShapedArray((*batch, *lengths), dtypes.real_dtype(x.dtype), False)
+    return ShapedArray(x.shape, x.dtype, False)  # JAX's fft results are strong
 
 
 fft_p.abstract_eval = _fft_rule

@@ -94,7 +94,9 @@ lu_p = Primitive("lu", multiple_results=True)
 def _lu_rule(a: ShapedArray) -> list[ShapedArray]:
     m, n = _matrices("lu", a)
     batch = a.shape[:-2]
-    return [a, ShapedArray((*batch, min(m, n)), dtypes.int32, False), ShapedArray((*batch, m), dtypes.int32, False)]
+    # As JAX: the integer pivots and permutation are weak when the operand is (its standard rule).
+    return [a, ShapedArray((*batch, min(m, n)), dtypes.int32, a.weak_type),
+            ShapedArray((*batch, m), dtypes.int32, a.weak_type)]
 
 
 lu_p.abstract_eval = _lu_rule
@@ -113,7 +115,7 @@ def _pivots_rule(pivots: ShapedArray, *, permutation_size) -> ShapedArray:
     if not isinstance(permutation_size, int) or permutation_size < pivots.shape[-1]:
         raise InvalidArgumentError(f"{op}: permutation_size must be an int of at least the number of pivots "
                                    f"({pivots.shape[-1]}), got {permutation_size!r}")  # fmt: skip
-    return ShapedArray((*pivots.shape[:-1], permutation_size), dtypes.int32, False)
+    return ShapedArray((*pivots.shape[:-1], permutation_size), dtypes.int32, pivots.weak_type)
 
 
 lu_pivots_to_permutation_p.abstract_eval = _pivots_rule

@@ -23,7 +23,7 @@ zeta_p = Elementwise("zeta", FLOATING)
 igamma_p = Elementwise("igamma", FLOATING)
 igammac_p = Elementwise("igammac", FLOATING)
 # random_gamma_grad(a, x): dx/da of a Gamma(a) sample x held at its quantile (ember.random.gamma's jvp).
-random_gamma_grad_p = Elementwise("random_gamma_grad", FLOATING)
+random_gamma_grad_p = Elementwise("random_gamma_grad", FLOATING, keeps_weak=False)  # strong, as JAX's
 
 
 # --- differentiation rules ------------------------------------------------------------------
