@@ -568,6 +568,15 @@ def test_python_int_beyond_int32_is_fine_with_x64():
         with pytest.raises(OverflowError):
             x + 2**64
 
+@pytest.mark.parametrize("data", [[2**64], [1, 2**70], [[1], [-(2**63) - 1]]])
+def test_a_list_holding_an_int_beyond_64_bits_raises_overflow(data):
+    # NumPy makes an object array of such a list; the error says what is wrong, not "dtype object".
+    for x64 in (False, True):
+        with ember.config.x64(x64), pytest.raises(OverflowError, match="too large for any ember integer") as info:
+            enp.asarray(data)
+        assert isinstance(info.value, EmberError)
+
+
 
 def test_complex_scalar_with_real_array():
     x = arr([1.0, 2.0], np.float32)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.errors import DeletedArrayError, DTypeError, ImmutableArrayError, InvalidArgumentError, ShapeError
+from ember.errors import DeletedArrayError, DTypeError, EmberOverflowError, ImmutableArrayError, InvalidArgumentError, ShapeError
 
 __all__ = ["CPU", "Array", "Device", "wrap"]
 
@@ -270,6 +270,11 @@ def from_host(x, op: str = "asarray") -> Array:
     except TypeError as err:
         raise DTypeError(f"{op}: cannot convert {type(x).__name__} to an ember array ({err})") from None
     if value.dtype not in _ALLOWED:
+        if value.dtype == object and _holds_huge_int(value):
+            raise EmberOverflowError(
+                f"{op}: a Python int in this {type(x).__name__} is too large for any ember integer dtype "
+                "(the widest are int64 and uint64); use floats (e.g. float(value)) or smaller integers"
+            )
         if value.dtype.kind in "OUSVMm":
             raise DTypeError(
                 f"{op}: cannot convert {type(x).__name__} with NumPy dtype {value.dtype} to an ember array; "
@@ -287,3 +292,8 @@ def from_host(x, op: str = "asarray") -> Array:
 
 
 _ALLOWED = frozenset(dtypes.ALL)
+
+
+def _holds_huge_int(value: np.ndarray) -> bool:
+    # NumPy makes an object array of a list holding an int beyond uint64's range.
+    return any(type(v) is int and not -(2**63) <= v < 2**64 for v in value.flat)
