@@ -130,16 +130,17 @@ def _count_draws(fn: str, key: Array, count: Array, total: Array, params: tuple[
         return ew.gt(st.reduce_sum(convert(pending(state[1], *params), np.int32), (0,)), const(capacity, np.int32))
 
     count, total, key = while_loop(many, lambda s: round_(*s, params, pending(s[1], *params)), (count, total, key))
+    # The pending elements (at most `capacity`) to the front; the slots past them (idx = n) stay idle.
     (idx,) = enp.nonzero(pending(total, *params), size=capacity, fill_value=n)
     valid = ew.lt(idx, const(n, idx.dtype))
-    picked = tuple(enp.take(x, idx, mode="clip") for x in (count, total, *params))
+    sub_count, sub_total, *sub_params = (enp.take(x, idx, mode="clip") for x in (count, total, *params))
     at = convert(idx, np.uint32)
 
-    def going(state, params):
-        return ew.bitwise_and(valid, pending(state[1], *params))
+    def going(state):
+        return ew.bitwise_and(valid, pending(state[1], *sub_params))
 
-    sub_count, _, _ = while_loop(lambda s: _any(going(s, picked[2:])),
-                                 lambda s: round_(*s, picked[2:], going(s, picked[2:]), at), (*picked[:2], key))  # fmt: skip
+    sub_count, _, _ = while_loop(lambda s: _any(going(s)), lambda s: round_(*s, sub_params, going(s), at),
+                                 (sub_count, sub_total, key))  # fmt: skip
     return st.reshape(count.at[idx].set(sub_count, mode="drop"), shape)
 
 
@@ -229,8 +230,10 @@ def _stirling_tail(k: Array) -> Array:
     # the series at min(k, 9), which makes its BTRS bound slightly off for k > 9.)
     index = convert(ew.clamp(0.0, k, 9.0), np.int32)
     table = enp.take(const(_STIRLING_TAIL, k.dtype), index, mode="clip")
-    m2 = ew.mul(ew.add(k, 1.0), ew.add(k, 1.0))
-    series = ew.div(ew.sub(const(1.0 / 12, k.dtype), ew.div(ew.sub(const(1.0 / 360, k.dtype), ew.div(const(1.0 / 1260, k.dtype), m2)), m2)), ew.add(k, 1.0))
+    m = ew.add(k, 1.0)
+    m2 = ew.mul(m, m)
+    inner = ew.sub(const(1.0 / 360, k.dtype), ew.div(const(1.0 / 1260, k.dtype), m2))
+    series = ew.div(ew.sub(const(1.0 / 12, k.dtype), ew.div(inner, m2)), m)
     return ew.select(ew.le(k, 9.0), table, series)
 
 

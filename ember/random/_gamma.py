@@ -31,7 +31,14 @@ from ember import numpy as enp
 from ember.lax import _elementwise as ew
 from ember.lax import _structural as st
 from ember.lax.control_flow import while_loop
-from ember.random._continuous import _rademacher, _standard_exponential, checked_args, prepare, result_shape, uniform_open
+from ember.random._continuous import (
+    _rademacher,
+    _standard_exponential,
+    checked_args,
+    prepare,
+    result_shape,
+    uniform_open,
+)
 from ember.random._discrete import _any
 from ember.random._distributions import ArrayLike, _broadcast, _normal_real, _param
 from ember.random._keys import KeyArray, Shape, canonical_shape, const, split
