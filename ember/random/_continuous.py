@@ -71,9 +71,10 @@ def checked_args(fn: str, key, dtype, shape, *params) -> tuple:
     return (key, dtype, result_shape(fn, shape, *(p.shape for p in params)), *params)
 
 
-def uniform_open(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float = 1.0,
+def uniform_open(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype, lo: float,
                  at: Array | None = None) -> Array:  # fmt: skip
-    return _uniform(fn, key, shape, dtype, const(lo, dtype), const(hi, dtype), at)
+    """Uniform draws in [lo, 1) (JAX's ``uniform(key, shape, dtype, minval=lo)``); `at` as in `random_bits`."""
+    return _uniform(fn, key, shape, dtype, const(lo, dtype), const(1.0, dtype), at)
 
 
 def _standard_exponential(fn: str, key: Array, shape: tuple[int, ...], dtype: np.dtype) -> Array:
