@@ -505,6 +505,19 @@ def test_dlpack_with_torch_shares_memory_both_ways():
     assert torch.from_dlpack(enp.asarray([True, False])).tolist() == [True, False]
 
 
+def test_dlpack_hands_out_reversed_views_as_dense_copies():
+    # PyTorch aborts the interpreter (no exception) on a DLPack tensor with negative strides, and flips
+    # and reversed slices are such views; every consumer gets a dense copy of them.
+    for x in (enp.arange(5.0)[::-1], enp.flip(enp.arange(6.0).reshape(2, 3), 0)):
+        assert min(np.asarray(x).strides) < 0
+        view = np.from_dlpack(x)
+        assert min(view.strides) >= 0 and view.tolist() == x.tolist()
+        with pytest.raises(BufferError, match="reversed view"):
+            x.__dlpack__(max_version=(1, 0), copy=False)
+    torch = pytest.importorskip("torch")
+    assert torch.from_dlpack(enp.arange(3.0)[::-1]).tolist() == [2.0, 1.0, 0.0]
+
+
 # --- NumPy's ndarray methods ---------------------------------------------------------------------------------------------
 
 # NumPy ndarray methods and attributes ember.Array leaves out, and why (JAX's Array leaves out the same).

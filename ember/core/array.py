@@ -138,7 +138,8 @@ class Array:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule of this array's buffer, shared without a copy (flagged read-only) for consumers of
         DLPack 1.0 or later; older ones, which cannot see the flag, get a copy (``copy=False`` then raises
-        BufferError). On the CPU `stream` must be None, as the array API says."""
+        BufferError). A reversed view (negative strides, from a flip) is handed out as a dense copy too.
+        On the CPU `stream` must be None, as the array API says."""
         value = self._concrete("__dlpack__")
         if stream is not None:
             raise BufferError(f"__dlpack__: a CPU array takes stream=None, got stream={stream!r}")
@@ -147,7 +148,15 @@ class Array:
             kwargs["dl_device"] = dl_device
         if copy is not None:
             kwargs["copy"] = copy
-        if max_version is None or max_version[0] < 1:
+        if min(value.strides, default=0) < 0:
+            # Flips and reversed slices are views with negative strides, which PyTorch's from_dlpack does not
+            # refuse but aborts the whole process on; JAX hands out dense buffers only, so consumers expect those.
+            if copy is False:
+                raise BufferError(f"__dlpack__(copy=False): this array (shape {self.shape}) is a reversed view "
+                                  f"(strides {value.strides}) that DLPack consumers such as PyTorch cannot read; "
+                                  "pass copy=None to get a dense copy")  # fmt: skip
+            value = np.ascontiguousarray(value)
+        elif max_version is None or max_version[0] < 1:
             # Legacy DLPack cannot flag a buffer read-only: hand out a copy so ember arrays stay immutable.
             if copy is False:
                 raise BufferError("__dlpack__(copy=False): DLPack before 1.0 cannot mark the buffer read-only, so "
