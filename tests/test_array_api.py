@@ -302,6 +302,17 @@ def test_asarray_copy_keyword():
     assert enp.asarray(x, device="cpu") is x
 
 
+def test_an_explicit_dtype_makes_a_weak_array_strong_whatever_copy_says():
+    # As JAX's asarray/astype: the dtype was asked for, so it is not weak; copy= only decides about the buffer.
+    weak = enp.asarray(2.0)
+    assert weak.weak_type
+    results = [enp.asarray(weak, dtype="float32", copy=c) for c in (None, False, True)]
+    results += [enp.astype(weak, enp.float32, copy=c) for c in (False, True)] + [weak.astype("float32")]
+    assert [r.weak_type for r in results] == [False] * 6
+    assert all(r.dtype == np.float32 and float(r) == 2.0 for r in results)
+    assert _address(enp.asarray(weak, dtype="float32", copy=False)) == _address(weak)  # no copy made
+
+
 # --- set, statistical, searching and manipulation functions ------------------------------------------------------------
 
 

@@ -64,7 +64,7 @@ def _asarray_no_copy(a, dtype) -> Array:
             raise InvalidArgumentError(
                 f"asarray(copy=False): converting a {a.dtype} array to {target} needs a copy; pass copy=None or True"
             )
-        return a
+        return a if target is None else convert(a, target)  # an explicit dtype makes a weak array strong, no copy
     if isinstance(a, np.ndarray) and a.dtype in dtypes.ALL:
         canonical = dtypes.canonicalize(a.dtype)
         if (target is None or target == canonical) and canonical == a.dtype:
