@@ -50,7 +50,6 @@ def test_fft_sizes_must_be_positive(call, match):
     (lambda: enp.fft.fft(np.ones(())), r"enp\.fft\.fft: axis -1 is out of range for complex64\(\), which has no axes"),
     (lambda: enp.fft.fftn(np.ones((2, 3)), axes=(0, -2)), r"enp\.fft\.fftn: repeated axis in axes=\(0, -2\) for complex64\(2, 3\)"),
     (lambda: enp.fft.rfft2(np.ones((2, 3)), axes=(1, 1)), r"enp\.fft\.rfft2: repeated axis in axes=\(1, 1\) for float32\(2, 3\)"),
-    (lambda: enp.fft.fftshift(np.ones((2, 3)), axes=(0, 0)), r"enp\.fft\.fftshift: repeated axis"),
     (lambda: enp.fft.fftn(np.ones((2, 3)), s=(2, 3), axes=(0,)), r"enp\.fft\.fftn: s=\(2, 3\) and axes=\(0,\) have different lengths"),
     (lambda: enp.fft.irfftn(np.ones((2, 3)), s=(4,), axes=(0, 1)), r"enp\.fft\.irfftn: s=\(4,\) and axes=\(0, 1\) have different lengths"),
     (lambda: enp.fft.fftn(np.ones((2, 3)), axes=1), r"enp\.fft\.fftn: axes must be a sequence of ints .*got 1"),
@@ -233,6 +232,14 @@ def test_complex64_stays_complex64_and_x64_gives_complex128():
         assert enp.fft.fft(np.ones(4)).dtype == np.complex128
         assert enp.fft.fft(np.ones(4, np.float32)).dtype == np.complex64
         assert enp.fft.irfft(np.ones(3, np.complex128)).dtype == np.float64
+
+
+@pytest.mark.parametrize("fn", ["fftshift", "ifftshift"])
+def test_shift_along_a_repeated_axis_rolls_twice(fn):
+    # NumPy's fftshift rolls with np.roll, which adds the shifts of a repeated axis (so does JAX's)
+    x = np.arange(15).reshape(5, 3)
+    for axes in [(0, 0), (1, -1, 0)]:
+        np.testing.assert_array_equal(getattr(enp.fft, fn)(x, axes=axes), getattr(np.fft, fn)(x, axes=axes))
 
 
 def test_s_without_axes_takes_the_last_axes_and_none_or_minus_one_sizes():

@@ -79,8 +79,8 @@ def _index(op: str, name: str, value) -> int:
     return int(value)
 
 
-def _axes(op: str, x: Array, axes: Sequence[int]) -> list[int]:
-    """`axes` normalised (non-negative), checked to be in range and distinct."""
+def _axes(op: str, x: Array, axes: Sequence[int], distinct: bool = True) -> list[int]:
+    """`axes` normalised (non-negative), checked to be in range and (`distinct`) not repeated."""
     out = []
     for ax in axes:
         ax = _index(op, "an axis", ax)
@@ -88,7 +88,7 @@ def _axes(op: str, x: Array, axes: Sequence[int]) -> list[int]:
             valid = f"axes -{x.ndim} to {x.ndim - 1}" if x.ndim else "no axes (a 0-d array)"
             raise InvalidArgumentError(f"{op}: axis {ax} is out of range for {_describe(x.aval)}, which has {valid}")
         out.append(ax % x.ndim)
-    if len(set(out)) != len(out):
+    if distinct and len(set(out)) != len(out):
         raise InvalidArgumentError(
             f"{op}: repeated axis in axes={tuple(axes)} for {_describe(x.aval)}; each axis may be transformed once"
         )
@@ -561,7 +561,7 @@ def _shift(op: str, x: ArrayLike, axes, sign: int) -> Array:
         axes = list(range(x.ndim))
     elif isinstance(axes, (int, np.integer)):
         axes = [axes]
-    axes = _axes(op, x, axes)
+    axes = _axes(op, x, axes, distinct=False)  # a repeated axis rolls twice, as NumPy's and JAX's roll do
     if not axes:
         return x
     return _roll(x, [sign * (x.shape[ax] // 2) for ax in axes], axes)
