@@ -61,13 +61,18 @@ CASES_ONLY = {"lax.select_n", "lax.select", "lax.cond", "enp.where"}
 # dynamic_update_slice takes every operand into account.
 WITH_SCALAR_OPERANDS = {"lax.dynamic_update_slice", "lax.dynamic_update_slice_in_dim", "lax.dynamic_update_index_in_dim"}
 
+# Creation functions whose result is weak only when no dtype is given (JAX's full/full_like: an asked-for
+# dtype is strong, whatever the fill value or model array).
+STRONG_WITH_DTYPE = {"enp.full", "enp.full_like", "enp.zeros_like", "enp.ones_like", "enp.empty_like"}
+
 # Per-output flags when every array operand is weak (JAX's eig: weak eigenvalues, strong eigenvectors).
 PER_OUTPUT = {"lax.linalg.eig": (True, False, False), "enp.linalg.eig": (True, False, False)}
 
 
-def jax_weak_flags(name: str, operands_weak: list[bool], has_scalar_operand: bool, n_out: int) -> list[bool]:
+def jax_weak_flags(name: str, operands_weak: list[bool], has_scalar_operand: bool, n_out: int,
+                   has_dtype: bool = False) -> list[bool]:  # fmt: skip
     """JAX's weak flags of the `n_out` results of entry `name`, given which array operands are weak."""
-    if name in STRONG:
+    if name in STRONG or name in STRONG_WITH_DTYPE and has_dtype:
         return [False] * n_out
     if name in PER_OUTPUT and operands_weak and all(operands_weak):
         return list(PER_OUTPUT[name])
@@ -134,10 +139,10 @@ def _samples(op):
     if dtype is None:
         return []
     rng = np.random.default_rng([0, *map(ord, op.name)])
-    samples = op.samples(rng, dtype)[:4]
-    if op.name.startswith("lax."):
-        return samples
-    return [s for s in samples if (ops := _array_operands(s)) and all(a.ndim == 0 for a in ops)]
+    samples = op.samples(rng, dtype)
+    if not op.name.startswith("lax."):
+        samples = [s for s in samples if (ops := _array_operands(s)) and all(a.ndim == 0 for a in ops)]
+    return samples[:4]
 
 
 def _params():
@@ -163,7 +168,8 @@ def test_weak_type_follows_jax(op):
                 except ember.errors.EmberError:
                     continue  # a sample meant to raise (the eager column checks the message)
             kinds = [weak and a.dtype.kind in _WEAKABLE for a in operands]
-            want = jax_weak_flags(op.name, kinds, _has_scalar_operand(sample), len(got))
+            has_dtype = any(isinstance(v, np.dtype) for v in (*sample.args, *sample.kwargs.values()))
+            want = jax_weak_flags(op.name, kinds, _has_scalar_operand(sample), len(got), has_dtype)
             assert got == want, f"{op.name}{sample} with {'weak' if weak else 'strong'} operands: weak_type {got}, JAX's rule {want}"
             checked += 1
     if not checked:

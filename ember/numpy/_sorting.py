@@ -218,7 +218,7 @@ def _cumulative(op: str, fn, a: ArrayLike, axis, dtype, out, nan_as=None) -> Arr
     target = dtype_arg(dtype)
     if target == dtypes.bool_ and x.dtype != dtypes.bool_:
         x = convert(x, dtypes.bool_)  # as jnp: cast first, accumulate in an integer, cast back
-    result = fn(convert(x, _accumulation_dtype(x, dtype), x.weak_type), axis)
+    result = fn(convert(x, _accumulation_dtype(x, dtype)), axis)  # strong, as jnp.cumsum's (lax.cumsum keeps weak)
     return convert(result, dtypes.bool_) if target == dtypes.bool_ else result
 
 
