@@ -110,6 +110,18 @@ def test_histogram_rejects_bad_bins_and_ranges():
         enp.histogram(x + 1j)
 
 
+def test_histogram_with_a_range_puts_values_on_edges_in_numpys_bins():
+    # NumPy spaces the edges of range=(-1.3, 0.7) in float64 and rounds them to float32; the data
+    # -0.3, 0.1 and 0.5 lie on edges 5, 7 and 9 there (an ulp below edges spaced in float32)
+    x = np.array([-0.6, 0.4, 1.0, -0.3, -1.9, 0.1, -0.2, -0.6, -0.2, 0.5], np.float32)
+    hist, edges = enp.histogram(x, bins=10, range=(-1.3, 0.7))
+    want_hist, want_edges = np.histogram(x, bins=10, range=(-1.3, 0.7))
+    np.testing.assert_array_equal(edges, want_edges)
+    np.testing.assert_array_equal(hist, want_hist)
+    np.testing.assert_array_equal(enp.histogram_bin_edges(x, bins=3, range=(0.2, 0.2)),
+                                  np.histogram_bin_edges(x, bins=3, range=(0.2, 0.2)))  # fmt: skip
+
+
 def test_histogram_with_a_data_dependent_range_traces():
     x = np.random.default_rng(2).standard_normal(50).astype(np.float32)
     hist, edges = ember.jit(lambda a: enp.histogram(a, bins=7))(x)

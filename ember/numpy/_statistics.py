@@ -545,10 +545,12 @@ def _edges(op: str, a, bins, range) -> tuple[Array, Array]:
             raise InvalidArgumentError(f"{op}: range=({lo}, {hi}): max must be larger than min")
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise InvalidArgumentError(f"{op}: range=({lo}, {hi}) must be finite")
-        first, last = asarray(lo, x.dtype), asarray(hi, x.dtype)
         if lo == hi:
-            first, last = first - 0.5, last + 0.5
-    elif x.size == 0:
+            lo, hi = lo - 0.5, hi + 0.5
+        # As NumPy: spaced in float64 (the range's floats), then rounded to the data's dtype. Spacing
+        # float32 endpoints in float32 moves edges by an ulp, and data lying on an edge changes bins.
+        return x, asarray(np.linspace(lo, hi, count + 1).astype(x.dtype))
+    if x.size == 0:
         first, last = asarray(0.0, x.dtype), asarray(1.0, x.dtype)
     else:
         first, last = _min(x), _max(x)
