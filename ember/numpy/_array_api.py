@@ -180,7 +180,8 @@ def astype(x: ArrayLike, dtype, /, *, copy: bool = True, device=None) -> Array:
     x = asarray(x)
     target = user_dtype(dtype, "astype")
     if target == x.dtype:
-        x = convert(x, target)  # strong, as JAX's: an explicit dtype is never weak (no data is copied)
+        if x.weak_type:
+            x = convert(x, target)  # strong, as JAX's: an explicit dtype is never weak (no data is copied)
         return ew.copy_p.bind(x) if copy else x
     return convert(x, target)
 
