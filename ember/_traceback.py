@@ -96,11 +96,24 @@ def api_boundary(fun: F) -> F:
     return boundary  # type: ignore[return-value]
 
 
+# One boundary per function, shared by its aliases (enp.amax is enp.max, ember.remat is ember.checkpoint)
+# and by every namespace that exports it.
+_BOUNDARIES: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
 def wrap_namespace(namespace: Any) -> None:
     """Make every public function of a namespace module (``ember.numpy``, ...) a boundary, in place.
     The modules that define them keep the plain functions, which ember calls internally."""
-    for name, value in list(vars(namespace).items()):
+    names = vars(namespace)
+    for name, value in list(names.items()):
         if (not name.startswith("_") and type(value) is types.FunctionType
                 and getattr(value, "__module__", "").startswith("ember.")
                 and not getattr(value, "__ember_boundary__", False)):  # fmt: skip
-            setattr(namespace, name, api_boundary(value))
+            boundary = _BOUNDARIES.get(value)
+            if boundary is None:
+                boundary = _BOUNDARIES[value] = api_boundary(value)
+                # pickle finds a function by module and qualified name: name the boundary where users find it
+                # (as jax.numpy.sum is named), or pickling enp.sum fails on the plain function found instead.
+                boundary.__module__ = namespace.__name__
+                boundary.__qualname__ = value.__name__ if names.get(value.__name__) is value else name
+            setattr(namespace, name, boundary)

@@ -8,9 +8,11 @@ user's code rather than ember's internals. References are written out by hand or
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import pathlib
+import pickle
 import re
 import subprocess
 import sys
@@ -257,6 +259,16 @@ def test_boundaries_keep_names_and_identity_where_it_matters():
     # lax.reduce_window recognises lax.max through its boundary
     out = ember.lax.reduce_window(enp.arange(4.0), -np.inf, ember.lax.max, (2,), (2,), "VALID")
     assert np.asarray(out).tolist() == [1.0, 3.0]
+
+
+def test_boundaries_pickle_and_aliases_stay_one_function():
+    # pickle looks a function up by __module__ and __qualname__: the plain function found there was not the
+    # boundary, so pickling enp.sum (multiprocessing, a pickled partial) raised PicklingError.
+    for fn in (enp.sum, enp.amax, ember.lax.add, ember.grad, ember.tree.map, enp.linalg.norm, ember.random.normal):
+        assert pickle.loads(pickle.dumps(fn)) is fn
+    assert pickle.loads(pickle.dumps(functools.partial(enp.sum, axis=0)))(enp.ones((2, 3))).tolist() == [2.0] * 3
+    assert enp.amax is enp.max and ember.remat is ember.checkpoint and enp.absolute is enp.abs
+    assert (enp.sum.__module__, enp.sum.__qualname__, enp.amax.__qualname__) == ("ember.numpy", "sum", "max")
 
 
 # --- the README stands alone; test output --------------------------------------------------------------
