@@ -49,6 +49,18 @@ def test_median_nan_and_nanmedian():
     assert np.isnan(enp.nanmedian(np.full(3, np.nan, np.float32)))
 
 
+def test_median_of_infinite_values():
+    # np.median is the middle value or the mean of the middle two, so an infinite neighbour is no NaN
+    # (interpolating 2 + (inf - 2) * 0 or inf - (inf - 1) * 0.5 is)
+    inf = np.inf
+    for data in ([1.0, 2.0, inf], [1.0, inf], [inf, inf], [-inf, 1.0, 2.0], [-inf, inf], [1.0, 2.0, 3.0, inf]):
+        x = np.array(data, np.float32)
+        np.testing.assert_array_equal(enp.median(x), np.median(x))
+        np.testing.assert_array_equal(enp.nanmedian(np.append(x, np.nan)), np.nanmedian(np.append(x, np.nan)))
+    x = np.array([[1.0, inf, np.nan], [-inf, 3.0, 2.0]], np.float32)
+    np.testing.assert_array_equal(enp.nanmedian(x, axis=1), np.nanmedian(x, axis=1))
+
+
 def test_quantile_batches_over_data_and_q():
     data = np.random.default_rng(0).standard_normal((4, 9)).astype(np.float32)
     qs = np.array([0.1, 0.5, 0.7, 0.95], np.float32)

@@ -168,7 +168,13 @@ def _quantile(op: str, a, q, axis, out, method: str, keepdims: bool, nan_aware: 
     def at(i: Array) -> Array:
         return take_along_axis(ordered, broadcast_to(convert(i, dtypes.default_int()), shape), -1)
 
-    out = at(lo) if gamma is None else _lerp(at(lo), at(hi), convert(broadcast_to(gamma, shape), x.dtype))
+    if gamma is None:
+        out = at(lo)
+    elif op in ("median", "nanmedian"):
+        # np.median's mean of the middle value(s): the median of [1, inf] is inf, where lerp gives inf - inf
+        out = where(gamma == 0, at(lo), (at(lo) + at(hi)) * 0.5)
+    else:
+        out = _lerp(at(lo), at(hi), convert(broadcast_to(gamma, shape), x.dtype))
     if not nan_aware:  # any NaN makes the quantile NaN, as in NumPy
         last = lax.slice_in_dim(ordered, n - 1, n, axis=ordered.ndim - 1)
         out = where(isnan(last), lax.full((), math.nan, x.dtype), out)
