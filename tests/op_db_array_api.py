@@ -62,8 +62,8 @@ def _astype_ad_samples(rng, d):
 
 
 def _astype_ref(x, dtype, copy=True):
-    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
-        x = x.real  # NumPy's rule (with a ComplexWarning): the real part
+    if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
+        x = x.real  # NumPy's rule (with a ComplexWarning): the real part; to bool, x != 0 (either part)
     return x.astype(dtype)
 
 

@@ -275,6 +275,9 @@ def test_astype_follows_the_standard():
     assert fresh is not x and fresh.tolist() == x.tolist()
     assert x.astype("float32") is x  # the method keeps JAX's default copy=False
     assert enp.astype(enp.asarray([1 + 2j]), enp.float32).tolist() == [1.0]  # NumPy's rule: the real part
+    z = np.array([0j, 1j, 1 + 0j, -0.0 - 0j, complex(np.nan, 0)], np.complex64)
+    for got in (enp.astype(enp.asarray(z), bool), enp.asarray(z).astype(bool), enp.astype(enp.asarray(1j), bool)):
+        assert not got.weak_type and got.tolist() == np.asarray(z if got.ndim else 1j).astype(bool).tolist()
     assert enp.astype(x, enp.float32, device=enp.__array_namespace_info__().default_device()).dtype == np.float32
     with pytest.raises(InvalidArgumentError, match="device"):
         enp.astype(x, enp.float32, device="cuda:7")

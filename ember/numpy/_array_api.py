@@ -162,7 +162,8 @@ def astype(x: ArrayLike, dtype, /, *, copy: bool = True, device=None) -> Array:
     """`x` converted to `dtype`, regardless of promotion rules (the array API's ``astype``).
 
     Float to integer conversion truncates toward zero and saturates at the integer type's bounds (NaN
-    gives 0), as JAX; complex to real keeps the real part (as NumPy).
+    gives 0), as JAX; complex to real keeps the real part (as NumPy), complex to bool is True where either
+    part is nonzero (the standard's rule, NumPy's and jnp.astype's).
 
     Args:
       x: the array.
@@ -183,6 +184,8 @@ def astype(x: ArrayLike, dtype, /, *, copy: bool = True, device=None) -> Array:
         if x.weak_type:
             x = convert(x, target)  # strong, as JAX's: an explicit dtype is never weak (no data is copied)
         return ew.copy_p.bind(x) if copy else x
+    if target == dtypes.bool_ and dtypes.is_complex(x.dtype):
+        return convert(not_equal(x, 0), target)  # lax's cast would test the real part alone (1j -> False)
     return convert(x, target)
 
 
