@@ -139,6 +139,8 @@ class Array:
         """A DLPack capsule of this array's buffer, shared without a copy (flagged read-only) for consumers of
         DLPack 1.0 or later; older ones, which cannot see the flag, get a copy (``copy=False`` then raises
         BufferError). A reversed view (negative strides, from a flip) is handed out as a dense copy too.
+        PyTorch (2.x) ignores the read-only flag: a tensor from ``torch.from_dlpack(x)`` can write into x's
+        buffer, which ember assumes never changes; clone it (``torch.from_dlpack(x).clone()``) before writing.
         On the CPU `stream` must be None, as the array API says."""
         value = self._concrete("__dlpack__")
         if stream is not None:
