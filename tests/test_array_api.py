@@ -516,6 +516,8 @@ def test_dlpack_with_torch_shares_memory_both_ways():
     assert (enp.from_dlpack(torch.ones(2, 3, dtype=torch.int64)) + 1).tolist() == [[2, 2, 2], [2, 2, 2]]
     with pytest.raises(DTypeError, match="bfloat16"):
         enp.from_dlpack(torch.ones(2, dtype=torch.bfloat16))
+    with pytest.raises(DTypeError, match=r"^from_dlpack: NumPy cannot read this Tensor .*detach\(\)\)$"):
+        enp.from_dlpack(torch.ones(2, requires_grad=True))  # the producer's hint, not bfloat16's
     assert torch.from_dlpack(enp.asarray([True, False])).tolist() == [True, False]
 
 

@@ -216,10 +216,10 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     try:
         value = np.from_dlpack(x, copy=copy)
     except (RuntimeError, TypeError, BufferError) as err:
-        raise DTypeError(
-            f"from_dlpack: NumPy cannot read this {type(x).__name__} through DLPack ({err}); bfloat16 has no DLPack "
-            "code NumPy knows: convert it to float32 first"
-        ) from None
+        # The producer's own message says what to do (PyTorch: "use tensor.detach()"), except for bfloat16.
+        hint = ("; bfloat16 has no DLPack code NumPy knows: convert it to float32 first"
+                if "bfloat16" in str(getattr(x, "dtype", "")) else "")  # fmt: skip
+        raise DTypeError(f"from_dlpack: NumPy cannot read this {type(x).__name__} through DLPack ({err}){hint}") from None
     if value.dtype not in dtypes.ALL:
         raise DTypeError(f"from_dlpack: dtype {value.dtype} is not supported by ember")
     canonical = dtypes.canonicalize(value.dtype)
