@@ -203,6 +203,19 @@ def test_convolve_batches():
     np.testing.assert_allclose(got, [np.convolve(x, y, mode="same") for x, y in zip(a, v)], rtol=1e-5, atol=1e-6)
 
 
+def test_interp_next_to_infinite_and_nan_samples_as_numpy():
+    # NumPy: exactly fp at a sample point, and where an infinite or NaN neighbour makes the line NaN,
+    # the line from the other end (or the neighbours' common value); real and imaginary parts apart
+    xp = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    x = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, np.nan])
+    for fp in ([0.0, np.inf, 1.0, np.nan, 2.0], [-np.inf, 1.0, 1.0, np.inf, np.inf], [np.nan, 2.0, -np.inf, 5.0, 5.0],
+               [1 + 1j, np.inf + 2j, 1 + np.nan * 1j, 2.0, 3j]):  # fmt: skip
+        with ember.config.x64(True):
+            np.testing.assert_array_equal(enp.interp(x, xp, np.array(fp)), np.interp(x, xp, np.array(fp)))
+    # the derivative in x at a sample point is still the slope beyond it
+    np.testing.assert_allclose([ember.grad(lambda v: enp.interp(v, xp[:3], xp[:3] ** 2))(v) for v in (0.0, 1.0)], [1.0, 3.0])
+
+
 def test_interp_rejects_bad_input():
     with pytest.raises(ShapeError, match="fp and xp are not of the same length: 2 and 3"):
         enp.interp(0.5, np.arange(3.0), np.arange(2.0))

@@ -23,7 +23,7 @@ from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, asarray, canonical_axes, promote_args, promote_inexact
 from ember.numpy._shape import concatenate, ravel
 from ember.numpy._statistics import known
-from ember.numpy._ufuncs import conjugate, where
+from ember.numpy._ufuncs import conjugate, imag, isnan, logical_and, real, where
 
 __all__ = ["convolve", "correlate", "ediff1d", "gradient", "interp", "polyval"]
 
@@ -188,15 +188,29 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
     else:
         i = clip(searchsorted(xps, xs, side="right"), 1, n - 1)
         x0, x1, f0, f1 = take(xps, i - 1), take(xps, i), take(f, i - 1), take(f, i)
-        dx = x1 - x0
-        flat = dx == 0
-        slope = (f1 - f0) / convert(where(flat, 1, dx), dtype)
-        out = where(flat, f0, f0 + slope * convert(xs - x0, dtype))
+        if dtypes.is_complex(dtype):  # NumPy interpolates the two parts apart (a NaN in one spares the other)
+            parts = (_between(xs, x0, x1, part(f0), part(f1)) for part in (real, imag))
+            out = lax.complex(*parts)
+        else:
+            out = _between(xs, x0, x1, f0, f1)
     last = xps[n - 1]
     out = where(xs == last, f[n - 1], out)  # exact at the last point, as NumPy
     out = where(xs < xps[0], f[0] if left is None else asarray(left, dtype), out)
     out = where(xs > last, f[n - 1] if right is None else asarray(right, dtype), out)
     return convert(out, dtype)
+
+
+def _between(x: Array, x0: Array, x1: Array, f0: Array, f1: Array) -> Array:
+    """The line through (x0, f0) and (x1, f1) at x (x0 <= x < x1 inside xp; real f). Where an infinite or
+    NaN end makes it NaN, NumPy's interp takes f0 at x0, else the line from the other end, else the ends'
+    common value if they are equal: [0, inf, 1] interpolates to 0, inf, inf, not NaN. Only there, so
+    that the derivative in x is the slope at the sample points too."""
+    dx = x1 - x0
+    flat = dx == 0  # only outside [xp[0], xp[-1]], where left/right decide; keeps a division by 0 out of gradients
+    slope = (f1 - f0) / convert(where(flat, 1, dx), f0.dtype)
+    out = f0 + slope * convert(x - x0, f0.dtype)
+    out = where(isnan(out), where(x == x0, f0, f1 + slope * convert(x - x1, f0.dtype)), out)
+    return where(logical_and(isnan(out), logical_and(f0 == f1, x == x)), f0, out)  # a NaN x stays NaN
 
 
 # --- gradient, ediff1d ----------------------------------------------------------------------------------
