@@ -497,6 +497,8 @@ def test_dlpack_keywords():
         x.__dlpack__(stream=1)  # the CPU takes stream=None only
     with pytest.raises(BufferError, match="read-only"):
         x.__dlpack__(copy=False)  # a legacy consumer would get a writable alias of an immutable array
+    with pytest.raises(BufferError, match=r"dtype bfloat16 \(shape \(2,\)\) .* x.astype\('float32'\)"):
+        np.from_dlpack(enp.ones(2, dtype="bfloat16"))
     with pytest.raises(InvalidArgumentError, match="device"):
         enp.from_dlpack(np.arange(3), device="cuda:0")
 

@@ -145,6 +145,9 @@ class Array:
         value = self._concrete("__dlpack__")
         if stream is not None:
             raise BufferError(f"__dlpack__: a CPU array takes stream=None, got stream={stream!r}")
+        if value.dtype.kind not in "biufc":  # bfloat16: NumPy, which exports the buffer, has no DLPack code for it
+            raise BufferError(f"__dlpack__: an array of dtype {value.dtype} (shape {self.shape}) cannot be exported "
+                              "through DLPack here; convert it first, e.g. x.astype('float32')")  # fmt: skip
         kwargs = {} if max_version is None else {"max_version": max_version}
         if dl_device is not None:
             kwargs["dl_device"] = dl_device
