@@ -452,9 +452,7 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
             fact = v1 - ddof
         else:
             fact = v1 - ddof * _sum(w * convert(asarray(aweights), w.dtype)) / v1
-    fact = fact if isinstance(fact, Array) else builtins.max(fact, 0)
-    if isinstance(fact, Array):
-        fact = lax.max(fact, 0 * fact)
+    fact = lax.max(fact, 0 * fact) if isinstance(fact, Array) else builtins.max(fact, 0)
     centered = X - avg
     weighted = centered if w is None else centered * w
     c = lax.dot_general(centered, conjugate(weighted), (((1,), (1,)), ((), ())))
@@ -604,7 +602,7 @@ def histogram(a: ArrayLike, bins: int | ArrayLike = 10, range: Sequence[float] |
         w = lax.full(x.shape, 1, dtypes.default_int())
     else:
         w = asarray(weights)
-        if w.size != x.size or (w.shape != asarray(a).shape):
+        if w.shape != asarray(a).shape:
             raise ShapeError(f"histogram: weights of shape {w.shape} must match a's shape {asarray(a).shape}")
         w = ravel(w)
         if w.dtype == dtypes.bool_:
