@@ -260,6 +260,15 @@ def test_python_int_overflow_hint_is_right():
     assert int(enp.asarray(3_000_000_000, dtype="uint32")) == 3_000_000_000
     with pytest.raises(EmberOverflowError, match="does not fit int8"):
         enp.asarray(300, dtype="int8")
+    # a float dtype takes any Python int a Python float holds: rounded, or inf beyond the dtype's range
+    for dtype in ("float16", "bfloat16", "float32", "complex64"):
+        want = np.asarray(float(2**70)).astype(dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no RuntimeWarning from ember's own cast
+            got = enp.asarray(2**70, dtype=dtype)
+        assert got.dtype == dtype and not got.weak_type and np.asarray(got).tolist() == want.tolist()
+    with pytest.raises(EmberOverflowError, match="Python int of 401 digits is too large for float32"):
+        enp.asarray(10**400, dtype="float32")
 
 
 # --- astype and asarray(copy=) ------------------------------------------------------------------------------------------

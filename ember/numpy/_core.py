@@ -107,7 +107,16 @@ def _python_int(value: int, dtype: np.dtype, op: str) -> Array:
                 "pick a wider integer dtype or a float dtype"
             )
         return wrap(np.asarray(value, dtype=dtype), False)
-    return wrap(np.asarray(value).astype(dtype) if dtype != dtypes.bool_ else np.asarray(bool(value)), False)
+    if dtype == dtypes.bool_:
+        return wrap(np.asarray(bool(value)), False)
+    # Through a Python float: NumPy keeps an int beyond 64 bits as an object array, which bfloat16 cannot take.
+    try:
+        scalar = complex(value) if dtypes.is_complex(dtype) else float(value)
+    except OverflowError:
+        raise EmberOverflowError(f"{op}: a Python int of {len(str(abs(value)))} digits is too large for {dtype} "
+                                 "(or any float dtype); use a smaller value, or float('inf') if that is meant") from None  # fmt: skip
+    with np.errstate(over="ignore"):  # beyond float16's range is inf, as a float32 beyond its own
+        return wrap(np.asarray(scalar).astype(dtype), False)
 
 
 _BUILTIN_TYPES = (bool, int, float, complex)
