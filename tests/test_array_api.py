@@ -451,7 +451,11 @@ def test_array_attributes_and_conversions():
     assert int(enp.asarray(-0.0)) == 0 and int(enp.asarray(-2.7)) == -2
     assert bool(enp.asarray(np.nan)) and not bool(enp.asarray(-0.0)) and bool(enp.asarray(0j + 1e-30j))
     assert 4.0 in x and 7.0 not in x
-    assert copy.copy(x) is x and copy.deepcopy(x) is x
+    copies = [copy.copy(x), copy.deepcopy(x), copy.deepcopy({"w": x})["w"]]
+    assert all(c is not x and c.tolist() == x.tolist() and c.dtype == x.dtype for c in copies)
+    assert copy.deepcopy(enp.asarray(2.0)).weak_type
+    ember.jit(lambda a: a * 2, donate_argnums=0)(x)  # a copy outlives the original's donation, as in JAX
+    assert x.is_deleted() and not any(c.is_deleted() for c in copies)
 
 
 def test_reflected_and_in_place_operators():

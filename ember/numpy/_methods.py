@@ -204,8 +204,9 @@ def _install_operators() -> None:
     Array.at = property(_indexing._IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, .max, .get")
     Array.__array_namespace__ = _array_namespace
     Array.__contains__ = lambda self, value: bool(_reductions.any(_ufuncs.equal(self, value)))
-    Array.__copy__ = lambda self: self  # immutable: a copy is indistinguishable
-    Array.__deepcopy__ = lambda self, memo: self
+    # Real copies, as JAX's: a copy must outlive the original's donation to a jitted function (donate_argnums).
+    Array.__copy__ = lambda self: ew.copy_p.bind(self)
+    Array.__deepcopy__ = lambda self, memo: ew.copy_p.bind(self)
 
 
 def _array_namespace(self, /, *, api_version: str | None = None):
