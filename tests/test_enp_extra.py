@@ -280,8 +280,12 @@ def test_ravel_multi_index_raise_mode_needs_concrete_coordinates():
         f(np.array([1]), np.array([2]))
     g = ember.jit(lambda i, j: enp.ravel_multi_index((i, j), (3, 4), mode="clip"))
     np.testing.assert_array_equal(g(np.array([1, 5]), np.array([2, -1])), [6, 8])
-    # unravel_index clips traced indices into range (as JAX); concrete ones out of range raise (above).
-    np.testing.assert_array_equal(ember.jit(lambda i: enp.unravel_index(i, (2, 3))[1])(np.array([7])), [2])
+    # unravel_index of traced indices as JAX's: negative ones count from the end, after clipping into
+    # [-size, size - 1]; concrete ones out of range raise, as NumPy's (above).
+    i = np.array([7, 5, -1, -6, -7, 2])
+    for order in ("C", "F"):
+        got = ember.jit(lambda i: enp.unravel_index(i, (2, 3), order))(i)
+        np.testing.assert_array_equal(got, np.unravel_index(np.clip(i, -6, 5) % 6, (2, 3), order))
 
 
 def test_select_and_isin_reject_bad_input():

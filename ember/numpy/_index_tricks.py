@@ -253,7 +253,8 @@ def unravel_index(indices: ArrayLike, shape: int | Sequence[int], order: str = "
 
     Returns:
       One default-integer array of indices' shape per dimension. Concrete out-of-range indices
-      raise, as in NumPy; traced ones are clipped into range, as in JAX.
+      raise, as in NumPy; traced ones are as in JAX: negative ones count from the end, and
+      those out of range are clipped to [-size, size - 1] first.
 
     >>> enp.unravel_index(enp.asarray([5, 7]), (2, 4))
     (Array([1, 1], dtype=int32), Array([1, 3], dtype=int32))
@@ -274,7 +275,8 @@ def unravel_index(indices: ArrayLike, shape: int | Sequence[int], order: str = "
     weak = idx.weak_type  # JAX: the coordinates of weak indices are weak
     idx = convert(idx, dtypes.default_int())  # in range below, so no value changes
     if size:
-        idx = lax.clamp(lax.full((), 0, idx.dtype), idx, lax.full((), size - 1, idx.dtype))
+        idx = lax.clamp(lax.full((), -size, idx.dtype), idx, lax.full((), size - 1, idx.dtype))
+        idx = where(idx < 0, idx + size, idx)
     out = []
     for d in reversed(dims) if order == "C" else dims:
         out.append(convert(lax.rem(idx, lax.full(idx.shape, max(d, 1), idx.dtype)), dtypes.default_int(), weak))
