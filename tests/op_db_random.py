@@ -530,7 +530,8 @@ def ref_wald(key, mean, shape=None, dtype=np.float32):
     mu = np.broadcast_to(np.asarray(mean, np.float64), shape)
     y = _normal_in(k1, shape, dtype).astype(np.float64) ** 2
     z = ref_uniform(k2, shape, dtype).astype(np.float64)
-    x = mu + mu**2 * y / 2 - mu / 2 * np.sqrt(4 * mu * y + mu**2 * y**2)
+    t = mu * y  # the method's root mu + mu^2 y/2 - (mu/2) sqrt(4 mu y + mu^2 y^2), without cancellation:
+    x = mu / (1 + t / 2 + np.sqrt(t + t * t / 4))
     return np.where(z <= mu / (mu + x), x, mu**2 / x)
 
 

@@ -262,11 +262,13 @@ def wald(key: KeyArray, mean: ArrayLike, shape: int | Shape | None = None, dtype
     mu = _broadcast(mean, shape)
     v = _normal_real("wald", k1, shape, dtype)
     z = uniform_open("wald", k2, shape, dtype, 0.0)
-    y = ew.mul(v, v)
-    mu_sq = ew.mul(mu, mu)
-    root = ew.sqrt(ew.add(ew.mul(ew.mul(mu, y), 4.0), ew.mul(mu_sq, ew.mul(y, y))))
-    x = ew.sub(ew.add(mu, ew.div(ew.mul(mu_sq, y), 2.0)), ew.mul(ew.div(mu, 2.0), root))
-    return ew.select(ew.le(z, ew.div(mu, ew.add(mu, x))), x, ew.div(mu_sq, x))
+    # The method's root x = mu + mu^2 y / 2 - (mu / 2) sqrt(4 mu y + mu^2 y^2) subtracts two nearly equal
+    # terms when t = mu y is large (float16 lost a percent); since (1 + t/2)^2 - (t + t^2/4) = 1 it equals
+    # mu / (1 + t/2 + sqrt(t) sqrt(1 + t/4)), which has no cancellation (JAX computes the first form).
+    t = ew.mul(mu, ew.mul(v, v))
+    root = ew.mul(ew.sqrt(t), ew.sqrt(ew.add(ew.div(t, 4.0), 1.0)))
+    x = ew.div(mu, ew.add(ew.add(ew.div(t, 2.0), 1.0), root))
+    return ew.select(ew.le(z, ew.div(mu, ew.add(mu, x))), x, ew.div(ew.mul(mu, mu), x))
 
 
 def triangular(key: KeyArray, left: ArrayLike, mode: ArrayLike, right: ArrayLike, shape: int | Shape | None = None,
