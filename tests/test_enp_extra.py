@@ -132,6 +132,9 @@ def test_histogram_with_a_range_puts_values_on_edges_in_numpys_bins():
     np.testing.assert_array_equal(hist, want_hist)
     np.testing.assert_array_equal(enp.histogram_bin_edges(x, bins=3, range=(0.2, 0.2)),
                                   np.histogram_bin_edges(x, bins=3, range=(0.2, 0.2)))  # fmt: skip
+    # a float32 range is spaced in float32, as NumPy does (its edges are not the float64 ones rounded)
+    r32 = (np.float32(-1.3), np.float32(0.7))
+    np.testing.assert_array_equal(enp.histogram_bin_edges(x, bins=5, range=r32), np.histogram_bin_edges(x, 5, r32))
 
 
 def test_histogram_with_a_data_dependent_range_traces():

@@ -544,16 +544,17 @@ def _edges(op: str, a, bins, range) -> tuple[Array, Array]:
         return x, edges
     (x,) = promote_inexact(op, x)
     if range is not None:
-        lo, hi = (float(v) for v in range)
+        first, last = (np.asarray(v) for v in range)
+        lo, hi = float(first), float(last)
         if lo > hi:
             raise InvalidArgumentError(f"{op}: range=({lo}, {hi}): max must be larger than min")
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise InvalidArgumentError(f"{op}: range=({lo}, {hi}) must be finite")
         if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        # As NumPy: spaced in float64 (the range's floats), then rounded to the data's dtype. Spacing
-        # float32 endpoints in float32 moves edges by an ulp, and data lying on an edge changes bins.
-        return x, asarray(np.linspace(lo, hi, count + 1).astype(x.dtype))
+            first, last = first - 0.5, last + 0.5
+        # As NumPy: spaced in the range's own precision (float64 for Python floats), then rounded to the
+        # data's dtype. Other spacing moves edges by an ulp, and data lying on an edge changes bins.
+        return x, asarray(np.linspace(first, last, count + 1).astype(x.dtype))
     if x.size == 0:
         first, last = asarray(0.0, x.dtype), asarray(1.0, x.dtype)
     else:
