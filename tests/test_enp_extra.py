@@ -61,6 +61,12 @@ def test_median_of_infinite_values():
     np.testing.assert_array_equal(enp.nanmedian(x, axis=1), np.nanmedian(x, axis=1))
 
 
+def test_median_of_large_half_precision_values_does_not_overflow():
+    # np.median's mean sums float16 in float32; 60000 + 60000 overflows float16 (max 65504)
+    x = np.array([[60000.0, 60000.0], [-65504.0, -65000.0]], np.float16)
+    np.testing.assert_array_equal(enp.median(x, axis=1), np.median(x, axis=1))
+
+
 def test_quantile_batches_over_data_and_q():
     data = np.random.default_rng(0).standard_normal((4, 9)).astype(np.float32)
     qs = np.array([0.1, 0.5, 0.7, 0.95], np.float32)

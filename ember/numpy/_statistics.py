@@ -171,8 +171,11 @@ def _quantile(op: str, a, q, axis, out, method: str, keepdims: bool, nan_aware: 
     if gamma is None:
         out = at(lo)
     elif op in ("median", "nanmedian"):
-        # np.median's mean of the middle value(s): the median of [1, inf] is inf, where lerp gives inf - inf
-        out = where(gamma == 0, at(lo), (at(lo) + at(hi)) * 0.5)
+        # np.median's mean of the middle value(s), summed as np.mean sums half precision (in float32, so
+        # two float16 60000s do not overflow): the median of [1, inf] is inf, where lerp gives inf - inf
+        wide = dtypes.promote_types(x.dtype, dtypes.float32)
+        pair = convert((convert(at(lo), wide) + convert(at(hi), wide)) * 0.5, x.dtype)
+        out = where(gamma == 0, at(lo), pair)
     else:
         out = _lerp(at(lo), at(hi), convert(broadcast_to(gamma, shape), x.dtype))
     if not nan_aware:  # any NaN makes the quantile NaN, as in NumPy
