@@ -258,6 +258,12 @@ WEAK_CASES = {
     "equal_int16_py_int": (lambda: enp.equal(enp.int16(1), 1), ("bool", False)),
     "less_py_ints": (lambda: enp.less(1, 2), ("bool", True)),
     "isfinite_py_float": (lambda: enp.isfinite(1.0), ("bool", True)),
+    # weak bools (comparisons of weak values) promote to a strong bool, as JAX's lattice joins them; alone they stay weak
+    "add_weak_bools": (lambda: enp.add(enp.less(1.0, 2.0), enp.less(1, 2)), ("bool", False)),
+    "equal_weak_bools": (lambda: enp.equal(enp.less(1.0, 2.0), enp.less(1, 2)), ("bool", False)),
+    "logical_and_weak_bools": (lambda: enp.logical_and(enp.less(1.0, 2.0), enp.less(1, 2)), ("bool", False)),
+    "logical_or_weak_floats": (lambda: enp.logical_or(1.0, 0.0), ("bool", True)),
+    "logical_not_weak_bool": (lambda: enp.logical_not(enp.less(1.0, 2.0)), ("bool", True)),
     "abs_py_complex": (lambda: enp.abs(1.0j), ("float32", True)),
     "real_py_complex": (lambda: enp.real(1.0j), ("float32", True)),
     # jnp reductions return strong results

@@ -212,7 +212,7 @@ def _lattice_join(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[
         return canonicalize(pairs[0][0]), False
     if all(w for _, w in pairs):
         node = functools.reduce(lambda a, b: _JOIN[a, b], (_NAMES[d] for d, _ in pairs))
-        return canonicalize(_BY_NAME[node]), True
+        return canonicalize(_BY_NAME[node]), node != _NAMES[bool_]  # JAX's lattice never makes a weak bool
     node = functools.reduce(lambda a, b: _JOIN[a, b], (_node(d, w) for d, w in pairs))
     if node in _WEAK:
         return _default_for_weak(node), True

@@ -20,6 +20,7 @@ from ember.lax._convert import convert, scalar_as
 ArrayLike = Array | np.ndarray | bool | int | float | complex | Sequence
 
 _PY_SCALARS = (bool, int, float, complex)
+_BOOL = np.dtype(bool)
 
 
 def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | None = None, device=None) -> Array:
@@ -186,7 +187,8 @@ def _promote_pair_fast(op: str, x, y) -> list[Array] | None:
     # scalar of a kind that does not change the array's dtype.
     if isinstance(x, Array):
         if isinstance(y, Array):
-            return [x, y] if x.dtype is y.dtype and x.weak_type is y.weak_type else None
+            weak = x.weak_type  # two weak bools join to a strong bool (the lattice's rule): left to the slow path
+            return [x, y] if x.dtype is y.dtype and weak is y.weak_type and not (weak and x.dtype is _BOOL) else None
         if type(y) in _PY_SCALARS and _KEEPS_DTYPE[type(y)](x.dtype):
             return [x, scalar_as(y, x.dtype, op)]
     elif isinstance(y, Array) and type(x) in _PY_SCALARS and _KEEPS_DTYPE[type(x)](y.dtype):

@@ -379,6 +379,7 @@ def _to_bool(name: str, x) -> Array:
 
 def _logical(name: str, prim):
     def fn(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+        x1, x2 = promote_args(name, x1, x2)  # first, as jnp: two weak bools join to a strong one
         return prim.bind(_to_bool(name, x1), _to_bool(name, x2))
 
     fn.__name__ = fn.__qualname__ = name
