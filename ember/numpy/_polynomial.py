@@ -203,8 +203,8 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
 def _between(x: Array, x0: Array, x1: Array, f0: Array, f1: Array) -> Array:
     """The line through (x0, f0) and (x1, f1) at x (x0 <= x < x1 inside xp; real f). Where an infinite or
     NaN end makes it NaN, NumPy's interp takes f0 at x0, else the line from the other end, else the ends'
-    common value if they are equal: [0, inf, 1] interpolates to 0, inf, inf, not NaN. Only there, so
-    that the derivative in x is the slope at the sample points too."""
+    common value if they are equal: through (0, 0), (1, inf), (2, 1), x = 0, 1, 1.5 give 0, inf, inf, not
+    NaN. Only where NaN, so that the derivative in x at a sample point stays the slope."""
     dx = x1 - x0
     flat = dx == 0  # only outside [xp[0], xp[-1]], where left/right decide; keeps a division by 0 out of gradients
     slope = (f1 - f0) / convert(where(flat, 1, dx), f0.dtype)
