@@ -248,6 +248,15 @@ def test_out_of_range_int64_array_raises_instead_of_wrapping():
         enp.asarray(np.array([2**33], dtype=np.uint64))
     with ember.config.x64(True):
         assert int(enp.asarray(np.array([2**40]))[0]) == 2**40
+    # the bounds themselves fit, one past them does not: small arrays (checked in Python) and large ones (NumPy)
+    for n in (3, 100):
+        for source, target in ((np.int64, np.int32), (np.uint64, np.uint32)):
+            info = np.iinfo(target)
+            edges = np.resize(np.array([info.min, info.max], source), n)
+            assert np.asarray(enp.asarray(edges)).tolist() == edges.tolist()
+            for bad in [info.max + 1] + ([info.min - 1] if info.min else []):
+                with pytest.raises(EmberOverflowError, match=f"holding {bad} does not fit {np.dtype(target)}"):
+                    enp.asarray(np.append(edges[:-1], np.array(bad, source)))
 
 
 def test_python_int_overflow_hint_is_right():
