@@ -105,12 +105,14 @@ def _saturating_cast(value: float, dtype: np.dtype) -> int:
 @pytest.mark.parametrize("dst", INTS, ids=str)
 def test_float_to_int_saturates(src, dst):
     with ember.config.x64(True), np.errstate(all="ignore"):
-        x = np.array(EDGES, np.float64).astype(src)  # values the source type cannot hold become inf
-        want = np.array([_saturating_cast(float(v), dst) for v in x.astype(np.float64)], dst)
-        for got in (enp.asarray(x).astype(dst), lax.convert_element_type(enp.asarray(x), dst),
-                    ember.jit(lambda a: a.astype(dst))(enp.asarray(x))):  # fmt: skip
-            assert got.dtype == dst
-            np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{src} -> {dst}")
+        edges = np.array(EDGES, np.float64).astype(src)  # values the source type cannot hold become inf
+        # one value at a time, and all of them (the kernel tests up to 32 values in Python, more with NumPy)
+        for x in (*edges[:, None], edges, np.tile(edges, 3)):
+            want = np.array([_saturating_cast(float(v), dst) for v in x.astype(np.float64)], dst)
+            for got in (enp.asarray(x).astype(dst), lax.convert_element_type(enp.asarray(x), dst),
+                        ember.jit(lambda a: a.astype(dst))(enp.asarray(x))):  # fmt: skip
+                assert got.dtype == dst
+                np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{src} -> {dst}")
 
 
 def test_float_to_int_scalar_and_complex():
