@@ -49,7 +49,8 @@ _USER_FILES = frozenset(_ROOT + name for name in ("demo.py", "__main__.py"))
 
 def _internal(tb: types.TracebackType) -> bool:
     filename = tb.tb_frame.f_code.co_filename
-    return filename.startswith(_ROOT) and filename not in _USER_FILES
+    # "<ember-jit-N-name>": the source jit generates (ember/backends/codegen.py), ember's too
+    return filename.startswith(_ROOT) and filename not in _USER_FILES or filename.startswith("<ember-jit-")
 
 
 def _entries(tb: types.TracebackType | None) -> list[types.TracebackType]:

@@ -243,6 +243,16 @@ def test_the_users_own_errors_pass_through_ember_filtered(filtering):
     assert set(_files(info.value)) == {__file__}
 
 
+def test_an_error_in_a_callback_under_jit_shows_the_users_frames_only(filtering):
+    def callback(v):
+        raise ValueError("the user's callback failed")
+
+    out = ember.ShapeDtypeStruct((2,), np.float32)
+    with pytest.raises(ValueError, match="callback failed") as info:
+        ember.jit(lambda v: ember.pure_callback(callback, out, v))(enp.ones(2))
+    assert set(_files(info.value)) == {__file__}, _files(info.value)  # not the generated program's frame
+
+
 def test_a_bug_inside_ember_keeps_its_frames(filtering):
     # An exception that is not an ember error, raised in ember's own files, is a bug: nothing is dropped.
     namespace: dict = {}
