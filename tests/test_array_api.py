@@ -301,6 +301,16 @@ def test_astype_follows_the_standard():
         enp.astype(x, enp.float32, device="cuda:7")
 
 
+def test_asarray_of_byte_swapped_numpy_data():
+    # Big-endian data (files, network formats) holds the same numbers: converted to native order, as NumPy and JAX do.
+    for dtype, values in ((">f4", [1.5, -2.0]), (">i8", [3, -4]), (">c8", [1 + 2j]), (">u2", [7, 65535])):
+        source = np.array(values, dtype)
+        got = enp.asarray(source)
+        assert got.dtype == ember.core.dtypes.canonicalize(source.dtype.newbyteorder("=")) and got.tolist() == values
+    with pytest.raises(InvalidArgumentError, match=r"copy=False.*dtype\('>f4'\) \(its byte order or type\)"):
+        enp.asarray(np.ones(2, ">f4"), copy=False)
+
+
 def test_asarray_copy_keyword():
     x = enp.asarray([1.0, 2.0])
     assert enp.asarray(x, copy=False) is x and enp.asarray(x) is x

@@ -283,6 +283,8 @@ def from_host(x, op: str = "asarray") -> Array:
         raise ShapeError(f"{op}: cannot convert {type(x).__name__} to an ember array ({err})") from None
     except TypeError as err:
         raise DTypeError(f"{op}: cannot convert {type(x).__name__} to an ember array ({err})") from None
+    if value.dtype not in _ALLOWED and not value.dtype.isnative:
+        value = value.astype(value.dtype.newbyteorder("="))  # byte-swapped data (files, network formats)
     if value.dtype not in _ALLOWED:
         if value.dtype == object and _holds_huge_int(value):
             raise EmberOverflowError(

@@ -73,6 +73,8 @@ def _asarray_no_copy(a, dtype) -> Array:
             view.flags.writeable = False  # ember never writes to it; the owner still may
             return wrap(view, False)
         why = f"converting its {a.dtype} to {target or canonical}"
+    elif isinstance(a, np.ndarray):
+        why = f"converting its dtype {a.dtype!r} (its byte order or type) to one ember stores"
     else:
         why = f"building an array from a {type(a).__name__}"
     raise InvalidArgumentError(f"asarray(copy=False): {why} needs a copy; pass copy=None or True")
