@@ -122,7 +122,6 @@ def _python_int(value: int, dtype: np.dtype, op: str) -> Array:
         return wrap(np.asarray(scalar).astype(dtype), False)
 
 
-_BUILTIN_TYPES = (bool, int, float, complex)
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -131,7 +130,7 @@ def user_dtype(dtype, op: str | None = None) -> np.dtype:
     naming ``enable_x64`` (as JAX does). Python's bool/int/float/complex mean the default types."""
     requested = dtypes.to_dtype(dtype, op or "dtype")
     canonical = dtypes.canonicalize(requested)
-    if canonical != requested and not (isinstance(dtype, type) and dtype in _BUILTIN_TYPES):
+    if canonical != requested and not (isinstance(dtype, type) and dtype in _PY_SCALARS):
         level, entry = _user_frame()
         warnings.warn(
             f"{op or entry}: explicitly requested dtype {requested} is not available while 64-bit mode is off, and "
