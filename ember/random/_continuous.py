@@ -23,11 +23,11 @@ from ember.lax._convert import convert
 from ember.random._distributions import (
     ArrayLike,
     _broadcast,
-    _float_dtype,
     _normal_real,
     _param,
     _uniform,
     bernoulli,
+    prepare,
 )
 from ember.random._keys import KeyArray, Shape, canonical_shape, check_key, check_shape, const, split
 
@@ -55,11 +55,6 @@ def result_shape(fn: str, shape, *param_shapes: tuple[int, ...]) -> tuple[int, .
             f"ember.random.{fn}: parameters of shapes {shown} do not broadcast together; "
             "pass arrays whose trailing dimensions are equal or 1"
         ) from None
-
-
-def prepare(fn: str, key, dtype) -> tuple[Array, np.dtype]:
-    """The checked key and the floating result dtype (default float32, float64 under x64)."""
-    return check_key(fn, key), _float_dtype(fn, dtype)
 
 
 def checked_args(fn: str, key, dtype, shape, *params) -> tuple:

@@ -36,8 +36,8 @@ from ember.lax import _structural as st
 from ember.lax._convert import convert
 from ember.lax.control_flow import cond, while_loop
 from ember.transforms.jit import jit
-from ember.random._continuous import prepare, result_shape, uniform_open
-from ember.random._distributions import ArrayLike, _broadcast, _param
+from ember.random._continuous import result_shape, uniform_open
+from ember.random._distributions import ArrayLike, _broadcast, _param, prepare
 from ember.random._keys import KeyArray, Shape, check_key, const, split
 
 __all__ = ["binomial", "geometric", "poisson"]

@@ -44,6 +44,12 @@ def _float_dtype(fn: str, dtype, complex_ok: bool = False) -> np.dtype:
     return dtype
 
 
+def prepare(fn: str, key, dtype, complex_ok: bool = False) -> tuple[Array, np.dtype]:
+    """The checked key and the floating (or complex, with `complex_ok`) result dtype (default float32,
+    float64 under x64)."""
+    return check_key(fn, key), _float_dtype(fn, dtype, complex_ok)
+
+
 def _param(fn: str, x, dtype: np.dtype) -> Array:
     """A distribution parameter (scalar or array, concrete or traced) as a non-weak array of `dtype`."""
     return convert(x if isinstance(x, Array) else from_host(x, f"ember.random.{fn}"), dtype)
@@ -69,8 +75,7 @@ def uniform(key: KeyArray, shape: int | Shape = (), dtype=None, minval: ArrayLik
     >>> x.shape, x.dtype
     ((3,), dtype('float32'))
     """
-    key = check_key("uniform", key)
-    dtype = _float_dtype("uniform", dtype)
+    key, dtype = prepare("uniform", key, dtype)
     shape = canonical_shape("uniform", shape)
     lo, hi = _param("uniform", minval, dtype), _param("uniform", maxval, dtype)
     check_shape("uniform", shape, lo.shape, hi.shape)
@@ -116,8 +121,7 @@ def normal(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> ember.random.normal(ember.random.key(0), (2, 2)).shape
     (2, 2)
     """
-    key = check_key("normal", key)
-    dtype = _float_dtype("normal", dtype, complex_ok=True)
+    key, dtype = prepare("normal", key, dtype, complex_ok=True)
     shape = canonical_shape("normal", shape)
     if dtypes.is_complex(dtype):
         real = dtypes.real_dtype(dtype)
@@ -151,8 +155,7 @@ def truncated_normal(key: KeyArray, lower: ArrayLike, upper: ArrayLike, shape: i
     >>> bool((x > -2).all() and (x < 2).all())
     True
     """
-    key = check_key("truncated_normal", key)
-    dtype = _float_dtype("truncated_normal", dtype)
+    key, dtype = prepare("truncated_normal", key, dtype)
     lower, upper = _param("truncated_normal", lower, dtype), _param("truncated_normal", upper, dtype)
     if shape is None:
         shape = np.broadcast_shapes(lower.shape, upper.shape)
@@ -321,8 +324,7 @@ def gumbel(key: KeyArray, shape: int | Shape = (), dtype=None) -> Array:
     >>> ember.random.gumbel(ember.random.key(0), (3,)).shape
     (3,)
     """
-    key = check_key("gumbel", key)
-    dtype = _float_dtype("gumbel", dtype)
+    key, dtype = prepare("gumbel", key, dtype)
     shape = canonical_shape("gumbel", shape)
     return _gumbel("gumbel", key, shape, dtype)
 

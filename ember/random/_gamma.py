@@ -35,12 +35,11 @@ from ember.random._continuous import (
     _rademacher,
     _standard_exponential,
     checked_args,
-    prepare,
     result_shape,
     uniform_open,
 )
 from ember.random._discrete import _any
-from ember.random._distributions import ArrayLike, _broadcast, _normal_real, _param
+from ember.random._distributions import ArrayLike, _broadcast, _normal_real, _param, prepare
 from ember.random._keys import KeyArray, Shape, canonical_shape, const, split
 from ember.transforms.custom import custom_jvp
 from ember.transforms.jit import jit

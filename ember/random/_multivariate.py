@@ -22,8 +22,8 @@ from ember.lax import _elementwise as ew
 from ember.lax import linalg
 from ember.lax import _structural as st
 from ember.lax._convert import convert
-from ember.random._continuous import _standard_exponential, prepare, result_shape
-from ember.random._distributions import ArrayLike, _broadcast, _float_dtype, _normal_real, normal
+from ember.random._continuous import _standard_exponential, result_shape
+from ember.random._distributions import ArrayLike, _broadcast, _float_dtype, _normal_real, normal, prepare
 from ember.random._gamma import _generalized_normal, _positive_power
 from ember.random._keys import KeyArray, Shape, canonical_shape, check_key, const, split
 
@@ -130,8 +130,7 @@ def orthogonal(key: KeyArray, n: int, shape: int | Shape = (), dtype=None, m: in
     >>> bool(enp.allclose(q @ q.T, enp.eye(3), atol=1e-5))
     True
     """
-    key = check_key("orthogonal", key)
-    dtype = _float_dtype("orthogonal", dtype, complex_ok=True)
+    key, dtype = prepare("orthogonal", key, dtype, complex_ok=True)
     shape = canonical_shape("orthogonal", shape)
     n = _static_dim("orthogonal", "n", n)
     m = n if m is None else _static_dim("orthogonal", "m", m)
