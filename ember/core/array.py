@@ -13,7 +13,14 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.errors import DeletedArrayError, DTypeError, EmberOverflowError, ImmutableArrayError, InvalidArgumentError, ShapeError
+from ember.errors import (
+    DeletedArrayError,
+    DTypeError,
+    EmberOverflowError,
+    ImmutableArrayError,
+    InvalidArgumentError,
+    ShapeError,
+)
 
 __all__ = ["CPU", "Array", "Device", "wrap"]
 
