@@ -16,6 +16,7 @@ from op_db import ALL, OPS, SIXTY_FOUR_BIT, upcast
 import ember
 import ember.lax
 import ember.numpy as enp
+import ember.nn
 import ember.scipy.special
 
 CELLS = [(op, dtype) for op in OPS for dtype in ALL]
@@ -100,6 +101,7 @@ NOT_OPS = {
     "enp.fft": {},
     "scipy.linalg": {},
     "lax.linalg": {},
+    "nn.functional": {},
 }  # fmt: skip
 
 
@@ -118,10 +120,26 @@ def _public_functions(module, prefix: str) -> set[str]:
 def test_every_public_function_has_an_entry():
     covered = {op.name for op in OPS} | {f"{op.name.rsplit('.', 1)[0]}.{a}" for op in OPS for a in op.aliases}
     modules = (("enp", enp), ("lax", ember.lax), ("scipy.special", ember.scipy.special), ("enp.linalg", enp.linalg),
-               ("enp.fft", enp.fft), ("scipy.linalg", ember.scipy.linalg), ("lax.linalg", ember.lax.linalg))
+               ("enp.fft", enp.fft), ("scipy.linalg", ember.scipy.linalg), ("lax.linalg", ember.lax.linalg),
+               ("nn.functional", ember.nn.functional))
     missing = sorted(f"{p}.{n}" for p, m in modules for n in _public_functions(m, p)
                      if f"{p}.{n}" not in covered)  # fmt: skip
     assert not missing, f"public functions without an op_db entry: {missing}"
+
+
+# Public classes of ember.nn that are not layers, and where they are tested instead.
+NOT_LAYERS = {"Module": "the base class (test_nn_module.py)", "State": "a container of running statistics (test_nn_state.py)",
+              "FrozenModuleError": "an exception (test_nn_module.py)"}
+
+
+def test_every_layer_has_an_entry():
+    """Every layer class of ember.nn has an op_db entry named ``nn.<Class>`` (run through a pure wrapper)."""
+    import ember.nn
+
+    covered = {op.name for op in OPS}
+    layers = {name for name in ember.nn.__all__ if isinstance(getattr(ember.nn, name), type)} - set(NOT_LAYERS)
+    missing = sorted(f"nn.{name}" for name in layers if f"nn.{name}" not in covered)
+    assert not missing, f"ember.nn layers without an op_db entry: {missing}"
 
 
 # Primitives that only transforms emit (no user calls them), and where they are tested instead.
