@@ -1,6 +1,6 @@
 """`python -m ember.demo`: private training of a small MLP on handwritten digits.
 
-Trains a 64-128-128-10 tanh MLP, written functionally with ember alone, on the
+Trains a 64-128-128-10 tanh MLP, built from ``ember.nn`` layers, on the
 8x8 digits bundled in `ember/data/` with DP-SGD: per-example gradients from
 `ember.vmap(ember.value_and_grad(loss))`, each clipped to a norm bound, summed,
 with Gaussian noise added, then an Adam step written inline. Prints the test
@@ -30,9 +30,10 @@ import numpy as np
 
 import ember
 import ember.numpy as enp
-from ember.scipy.special import logsumexp
+from ember import nn
+from ember.nn import functional as F
 
-Params = list[dict[str, ember.Array]]
+Params = nn.Sequential
 SIZES = (64, 128, 128, 10)
 TEST_FRACTION = 0.2
 N_TRAIN = 1797 - round(1797 * TEST_FRACTION)
@@ -79,29 +80,29 @@ def split_data(key: ember.Array, test_fraction: float = TEST_FRACTION) -> Split:
 # --- model --------------------------------------------------------------------------------------
 
 
-def init_mlp(key: ember.Array, sizes: tuple[int, ...] = SIZES) -> Params:
-    """LeCun-normal weights and zero biases for an MLP with layer widths ``sizes``."""
+def make_model(key: ember.Array, sizes: tuple[int, ...] = SIZES) -> nn.Sequential:
+    """The MLP as ``ember.nn`` layers: Linear and Tanh alternating, initialised as PyTorch does.
+
+    tanh rather than relu: bounded activations keep gradient norms, and so clipping, tame.
+
+    >>> model = make_model(ember.random.key(0))
+    >>> [name for name, _ in model.named_parameters()][:2], model(enp.zeros(64)).shape
+    (['0.weight', '0.bias'], (10,))
+    """
     keys = ember.random.split(key, len(sizes) - 1)
-    return [{"w": ember.random.normal(k, (n_in, n_out)) * (1.0 / n_in) ** 0.5, "b": enp.zeros(n_out)}
-            for k, n_in, n_out in zip(keys, sizes[:-1], sizes[1:])]
+    layers: list[nn.Module] = []
+    for k, n_in, n_out in zip(keys, sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(n_in, n_out, key=k), nn.Tanh()]
+    return nn.Sequential(*layers[:-1])
 
 
-def predict(params: Params, x: ember.Array) -> ember.Array:
-    """Logits of the MLP for one example (64,) or a batch (n, 64)."""
-    for layer in params[:-1]:
-        # tanh rather than relu: bounded activations keep gradient norms, and so clipping, tame.
-        x = enp.tanh(x @ layer["w"] + layer["b"])
-    return x @ params[-1]["w"] + params[-1]["b"]
+def loss(model: nn.Sequential, x: ember.Array, y: ember.Array) -> ember.Array:
+    """Cross-entropy of one example against its one-hot label ``y`` (a probability target)."""
+    return F.cross_entropy(model(x), y)
 
 
-def loss(params: Params, x: ember.Array, y: ember.Array) -> ember.Array:
-    """Cross-entropy of one example: one-hot ``y`` against the log-softmax of the logits."""
-    logits = predict(params, x)
-    return -enp.sum(y * (logits - logsumexp(logits, axis=-1, keepdims=True)))
-
-
-def accuracy(params: Params, x: ember.Array, y: ember.Array) -> float:
-    return float(enp.mean(enp.argmax(predict(params, x), axis=-1) == enp.argmax(y, axis=-1)))
+def accuracy(model: nn.Sequential, x: ember.Array, y: ember.Array) -> float:
+    return float(enp.mean(enp.argmax(model(x), axis=-1) == enp.argmax(y, axis=-1)))
 
 
 # --- DP-SGD with Adam ---------------------------------------------------------------------------
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"MLP {'-'.join(map(str, SIZES))} (tanh), batch {args.batch_size}, {args.epochs} epochs, "
           f"clip C={args.clip}, noise multiplier {args.noise}")
 
-    params = init_mlp(key_init)
+    params = make_model(key_init)
     state = adam_init(params)
     hp = {"lr": args.lr, "clip": args.clip, "noise": args.noise}
     history: dict[str, list] = {"loss": [], "norms": [], "train_acc": [], "test_acc": []}
