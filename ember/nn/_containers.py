@@ -69,15 +69,18 @@ class Sequential(Module):
     """
 
     layers: tuple
+    names: tuple | None  # PyTorch's Sequential(OrderedDict(...)) names its children; None: 0, 1, ...
 
     def __init__(self, *layers: Any) -> None:
+        self.names = None
         if len(layers) == 1 and isinstance(layers[0], Mapping):
-            layers = tuple(layers[0].values())  # PyTorch's Sequential(OrderedDict(...)): names are not kept
+            self.names = tuple(str(name) for name in layers[0])
+            layers = tuple(layers[0].values())
         self.layers = tuple(layers)
 
     def named_children_items(self) -> Iterator[tuple[str, Any]]:
         for i, layer in enumerate(self.layers):
-            yield str(i), layer
+            yield (str(i) if self.names is None else self.names[i]), layer
 
     def __call__(self, x: Any, state: State | None = None, *, key: Array | None = None) -> Any:
         stateful = stateful_of(self)
@@ -99,6 +102,8 @@ class Sequential(Module):
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
+            if self.names is not None:
+                return Sequential(dict(zip(self.names[index], self.layers[index])))
             return Sequential(*self.layers[index])
         return self.layers[index]
 
