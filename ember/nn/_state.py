@@ -29,8 +29,8 @@ class State:
     >>> import ember
     >>> from ember import nn
     >>> model, state = nn.make_with_state(nn.BatchNorm1d)(3)
-    >>> sorted(state["running_mean"].tolist() for _ in [0])
-    [[0.0, 0.0, 0.0]]
+    >>> state["running_mean"].tolist()
+    [0.0, 0.0, 0.0]
     >>> state
     State(running_mean: f32[3], running_var: f32[3], num_batches_tracked: i32[])
     """
@@ -162,7 +162,7 @@ def make_with_state(cls: Callable[..., Module]) -> Callable[..., tuple[Module, S
     >>> from ember import nn
     >>> model, state = nn.make_with_state(nn.BatchNorm1d)(2)
     >>> out, state = model(enp.array([[0.0, 1.0], [2.0, 3.0]]), state)
-    >>> out.tolist(), state["running_mean"].tolist()
+    >>> out.round(4).tolist(), state["running_mean"].tolist()
     ([[-1.0, -1.0], [1.0, 1.0]], [0.10000000149011612, 0.20000000298023224])
     """
 
