@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -164,7 +165,8 @@ class ModuleDict(Module):
     layers: dict
 
     def __init__(self, modules: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
-        self.layers = dict(modules)
+        # An OrderedDict: a plain dict's pytree sorts its keys, so tree_map / jit / eval() would reorder the children
+        self.layers = OrderedDict(modules)
 
     def named_children_items(self) -> Iterator[tuple[str, Any]]:
         yield from self.layers.items()
