@@ -65,7 +65,7 @@ class State:
         layer, _, buffer = name.rpartition(".")
         if layer in self._values and isinstance(self._values[layer], Mapping) and buffer in self._values[layer]:
             return self._values[layer][buffer]
-        raise KeyError(f"nn.State has no entry {name!r}; its buffers are {list(self.named_buffers())}")
+        raise KeyError(f"nn.State has no entry {name!r}; its buffers are {[n for n, _ in self.named_buffers()]}")
 
     def named_buffers(self) -> Iterator[tuple[str, Any]]:
         """Every buffer with its PyTorch name (``"bn.running_mean"``), as ``state_dict`` lists them."""
@@ -83,8 +83,12 @@ class State:
         return len(self._values)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and other._values.keys() == self._values.keys() and all(
-            other._values[k] is v for k, v in self._values.items())
+        # The same buffers (by identity, as arrays have no boolean ==) in the same structure; comparing the
+        # per-layer dicts by identity made a state unequal to its own flatten/unflatten.
+        from ember.core.pytree import tree_flatten
+
+        (mine, my_def), (theirs, their_def) = tree_flatten(self), tree_flatten(other) if isinstance(other, State) else ((), None)
+        return my_def == their_def and all(a is b for a, b in zip(mine, theirs))
 
     __hash__ = None  # type: ignore[assignment]
 
