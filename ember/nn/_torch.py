@@ -349,7 +349,8 @@ def from_torch(torch_module: Any) -> Module | tuple[Module, State]:
 
 
 def _filled_state(state: State, buffers: dict[str, Any], held: set[str]) -> State:
-    from ember.core.pytree import tree_flatten_with_path, tree_unflatten
+    """``state`` with each buffer replaced by the torch buffer of the same name (in the state's dtypes)."""
+    from collections.abc import Mapping
 
     names = [name for name, _ in state.named_buffers()]
     missing = [name for name in names if name not in buffers]
@@ -358,11 +359,18 @@ def _filled_state(state: State, buffers: dict[str, Any], held: set[str]) -> Stat
         raise InvalidArgumentError(
             f"nn.from_torch: the running statistics differ: ember's state has {missing} that torch lacks, torch has "
             f"{left} that ember's state lacks")
-    leaves, treedef = tree_flatten_with_path(state)
-    if len(leaves) != len(names):
-        raise InvalidArgumentError("nn.from_torch: a stateful layer's state is not a flat dict of named buffers")
-    values = [_to_ember(buffers[name]).astype(leaf.dtype) for name, (_, leaf) in zip(names, leaves)]
-    return tree_unflatten(treedef, values)
+
+    def filled(name: str, value: Any) -> Any:
+        return _to_ember(buffers[name]).astype(value.dtype)
+
+    values: dict[str, Any] = {}
+    for key in state.keys():
+        entry = state[key]
+        if isinstance(entry, Mapping):
+            values[key] = {b: filled(_join(key, b), v) for b, v in entry.items()}
+        else:
+            values[key] = filled(key, entry)
+    return State(values)
 
 
 def to_torch_state_dict(model: Module, state: State | None = None) -> dict[str, Any]:
