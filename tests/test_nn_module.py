@@ -134,7 +134,8 @@ def _pair():
     tnn = torch.nn
     k = keys(8)
     t = tnn.Sequential(OrderedDict(
-        features=tnn.Sequential(tnn.Conv2d(3, 16, 3), tnn.ReLU(), tnn.Conv2d(16, 8, (3, 5), stride=2, padding=1, bias=False)),
+        features=tnn.Sequential(tnn.Conv2d(3, 16, 3), tnn.ReLU(),
+                                tnn.Conv2d(16, 8, (3, 5), stride=2, padding=1, bias=False)),
         flat=tnn.Flatten(),
         heads=tnn.ModuleDict({"cls": tnn.Linear(8, 3), "box": tnn.Linear(8, 4, bias=False)}),
         blocks=tnn.ModuleList([tnn.Linear(4, 4), tnn.Identity(), tnn.LSTM(4, 5, num_layers=2, bidirectional=True)]),
@@ -272,7 +273,7 @@ def test_functional_call_dict_tuple_and_errors():
     np.testing.assert_allclose(nn.functional_call(m, half, x), ref, rtol=1e-6)
     with pytest.raises(InvalidArgumentError, match=r"no parameter '1.weight'; its parameters are \['0.weight'"):
         nn.functional_call(m, {"1.weight": enp.ones(2)}, x)
-    with pytest.raises(ShapeError, match=r"'0.bias' has shape \(4,\) in the model but the replacement has shape \(3,\)"):
+    with pytest.raises(ShapeError, match=r"'0.bias' has shape \(4,\) in the model but the replacement has shape \(3"):
         nn.functional_call(m, {"0.bias": enp.ones(3)}, x)
 
 
@@ -285,7 +286,8 @@ def test_functional_call_under_grad_and_vmap():
     np.testing.assert_allclose(g["bias"], [4.0, 4.0])
     stacked = {"weight": enp.stack([params["weight"], 2 * params["weight"]]), "bias": enp.stack([params["bias"]] * 2)}
     out = ember.vmap(lambda p: nn.functional_call(m, p, x))(stacked)
-    loop = [np.asarray(x) @ np.asarray(w).T + np.asarray(params["bias"]) for w in (params["weight"], 2 * params["weight"])]
+    weights = (params["weight"], 2 * params["weight"])
+    loop = [np.asarray(x) @ np.asarray(w).T + np.asarray(params["bias"]) for w in weights]
     np.testing.assert_allclose(out, np.stack(loop), rtol=1e-5, atol=1e-6)
 
 
@@ -300,7 +302,8 @@ def test_jit_traces_once_per_architecture():
         traces.append(1)
         return model(x)
 
-    a, b = _mlp(), nn.Sequential(nn.Linear(3, 4, key=ember.random.key(5)), nn.Tanh(), nn.Linear(4, 2, key=ember.random.key(6)))
+    k = keys(2, seed=5)
+    a, b = _mlp(), nn.Sequential(nn.Linear(3, 4, key=k[0]), nn.Tanh(), nn.Linear(4, 2, key=k[1]))
     x = enp.ones((2, 3))
     np.testing.assert_allclose(forward(a, x), a(x), rtol=1e-6)
     forward(a, x)

@@ -94,7 +94,8 @@ def test_make_with_state_gives_each_layer_its_dotted_name():
     # Keys are names, not identities: two models built alike have one structure (they stack and share a trace).
     other, _ = _model(seed=1)
     assert tree.structure(other) == tree.structure(model)
-    named = nn.init_state(nn.ModuleDict({"enc": nn.Sequential(OrderedDict(norm=RunningMean(2))), "dec": RunningMean(3)}))
+    tree_of_dicts = nn.ModuleDict({"enc": nn.Sequential(OrderedDict(norm=RunningMean(2))), "dec": RunningMean(3)})
+    named = nn.init_state(tree_of_dicts)
     assert named[1].keys() == ["enc.norm", "dec"]
 
 

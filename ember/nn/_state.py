@@ -87,7 +87,9 @@ class State:
         # per-layer dicts by identity made a state unequal to its own flatten/unflatten.
         from ember.core.pytree import tree_flatten
 
-        (mine, my_def), (theirs, their_def) = tree_flatten(self), tree_flatten(other) if isinstance(other, State) else ((), None)
+        if not isinstance(other, State):
+            return False
+        (mine, my_def), (theirs, their_def) = tree_flatten(self), tree_flatten(other)
         return my_def == their_def and all(a is b for a, b in zip(mine, theirs))
 
     __hash__ = None  # type: ignore[assignment]
