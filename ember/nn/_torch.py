@@ -14,6 +14,7 @@ about the copy of its weights.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,9 @@ __all__ = ["from_torch", "to_torch_state_dict"]
 # Constructor arguments that change nothing in a functional forward pass (in-place updates, sparse
 # gradients, fast paths): dropped whatever their value when the ember layer does not take them.
 _IGNORED = frozenset({"inplace", "sparse", "enable_nested_tensor", "mask_check", "device", "dtype"})
+
+# Constructor arguments torch does not store: deprecated aliases of what it does store (reduction, min_val).
+_NOT_STORED = frozenset({"size_average", "reduce", "min_value", "max_value"})
 
 # RNN, LSTM and GRU take ``*args, **kwargs``; their arguments are RNNBase's.
 _RNN_ARGS = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional")
@@ -100,16 +104,19 @@ def _layer(args: tuple[str, ...] | None = None, **overrides: Callable[[Any], Any
     def convert(module: Any, path: str, ctx: _Context) -> Module:
         cls = _ember_class(module, path)
         torch_params = _init_params(type(module), args)
-        ours = inspect.signature(cls.__init__).parameters
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in ours.values())
+        ours, takes_any, _ = _ember_params(cls)
         kwargs: dict[str, Any] = {}
         for name, default in torch_params.items():
             if name in overrides:
                 value = _arg_value(overrides[name](module), default, path, name, ctx)
             elif hasattr(module, name):
                 value = _arg_value(getattr(module, name), default, path, name, ctx)
+            elif name in _NOT_STORED:
+                continue  # its effect is in what torch stores (reduction=, min_val=)
             else:
-                continue  # not stored (size_average=, reduce=): its effect is in what is (reduction)
+                raise InvalidArgumentError(
+                    f"nn.from_torch: {_where(path, module)} does not store its argument {name!r}; the converter "
+                    f"table needs an entry saying where it is (a bug in ember.nn._torch)")
             if name in ours or takes_any:
                 kwargs[name] = value
             elif name not in _IGNORED and not _same(value, default):
@@ -119,6 +126,14 @@ def _layer(args: tuple[str, ...] | None = None, **overrides: Callable[[Any], Any
     return convert
 
 
+@functools.lru_cache(maxsize=None)
+def _ember_params(cls: type) -> tuple[Any, bool, bool]:
+    """The ember constructor's parameters, whether it takes ``**kwargs``, whether it takes ``key``."""
+    ours = inspect.signature(cls.__init__).parameters
+    return ours, any(p.kind is p.VAR_KEYWORD for p in ours.values()), "key" in ours
+
+
+@functools.lru_cache(maxsize=None)
 def _init_params(torch_cls: type, args: tuple[str, ...] | None) -> dict[str, Any]:
     """The torch constructor's argument names and defaults (``inspect.Parameter.empty`` when required)."""
     if args is not None:
@@ -153,7 +168,7 @@ def _build(cls: type, kwargs: dict[str, Any], module: Any, path: str, ctx: _Cont
 
     arrays = {name: t for name, t in module.named_parameters()}
     arrays.update((name, t) for name, t in module.named_buffers() if name not in arrays)
-    takes_key = "key" in inspect.signature(cls.__init__).parameters
+    takes_key = _ember_params(cls)[2]
     layer = None
     if takes_key:
         # Built abstractly (no random numbers drawn), then zero-filled; kept only if every array is the torch one.
@@ -254,6 +269,7 @@ _CONVERTERS: dict[str, Callable[..., Module]] = {
     "TransformerEncoderLayer": _transformer_layer(), "TransformerDecoderLayer": _transformer_layer(),
     "TransformerEncoder": _layer(encoder_layer=lambda m: m.layers[0], num_layers=lambda m: len(m.layers)),
     "TransformerDecoder": _layer(decoder_layer=lambda m: m.layers[0], num_layers=lambda m: len(m.layers)),
+    "PairwiseDistance": _layer(p=lambda m: m.norm),
     "RNN": _layer(args=(*_RNN_ARGS[:3], "nonlinearity", *_RNN_ARGS[3:])),
     "LSTM": _layer(args=(*_RNN_ARGS, "proj_size")), "GRU": _layer(args=_RNN_ARGS),
     **dict.fromkeys((
@@ -265,7 +281,8 @@ _CONVERTERS: dict[str, Callable[..., Module]] = {
         "AlphaDropout FeatureAlphaDropout RNNCell LSTMCell GRUCell "
         "ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d "
         "ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d CircularPad1d CircularPad2d "
-        "CircularPad3d PixelShuffle PixelUnshuffle Upsample ChannelShuffle CosineSimilarity PairwiseDistance "
+        "CircularPad3d PixelShuffle PixelUnshuffle Upsample UpsamplingNearest2d UpsamplingBilinear2d ChannelShuffle "
+        "CosineSimilarity "
         # activations
         "ReLU ReLU6 LeakyReLU PReLU RReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Hardtanh Hardsigmoid Hardswish "
         "Hardshrink Softshrink Tanhshrink Softplus Softsign LogSigmoid Threshold GLU Softmax Softmin LogSoftmax "
