@@ -159,6 +159,7 @@ PAD_CASES = [
     ("circular", (2, 3, 6), (-1, 2)),  # crops, then wraps the cropped input
     ("reflect", (2, 3, 4, 6), (-2, 3, 1, -1)),
     ("replicate", (2, 3, 6), (2, -3)),
+    ("reflect", (2, 3, 5), (-1, 4)),  # pads, then crops: the reflection reaches the cropped element
 ]
 
 

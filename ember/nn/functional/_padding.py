@@ -40,7 +40,7 @@ def pad(input: ArrayLike, pad: Sequence[int], mode: str = "constant", value: flo
     Args:
         input: the array.
         pad: ``(left, right)`` sizes for the last dimension, then ``(top, bottom)`` for the one before, and
-            so on (PyTorch's order). Negative sizes crop (before the other modes pad).
+            so on (PyTorch's order). Negative sizes crop (as PyTorch: before a circular pad, after the others).
         mode: ``"constant"`` (fill with ``value``), ``"reflect"`` (mirror, edge not repeated),
             ``"replicate"`` (repeat the edge) or ``"circular"`` (wrap around). The last three pad the last
             1, 2 or 3 dimensions of a batched or unbatched input (rank n + 1 or n + 2 for n padded dimensions).
@@ -75,10 +75,13 @@ def pad(input: ArrayLike, pad: Sequence[int], mode: str = "constant", value: flo
         raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dimensions of a (batch, channels, ...) or "
                          f"(channels, ...) input; pad={tuple(pad)} pads {n}, so the input must have rank {n + 1} or "
                          f"{n + 2}, got shape {x.shape} ({x.dtype})")
-    # Negative sizes crop first (as PyTorch: a circular pad then wraps the cropped input).
-    x = lax.pad(x, enp.zeros((), x.dtype), [(min(lo, 0), min(hi, 0), 0) for lo, hi in pairs])
-    pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
-    for dim, (size, (lo, hi)) in enumerate(zip(x.shape, pairs)):
+    # Negative sizes crop: for 'circular' first, so the wrap repeats the cropped input; for the others after
+    # padding, so a reflection reaches into the cropped part (both as PyTorch).
+    crop = [(min(lo, 0), min(hi, 0), 0) for lo, hi in pairs]
+    if mode == "circular":
+        x = lax.pad(x, enp.zeros((), x.dtype), crop)
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    for dim, (size, (lo, hi)) in enumerate(zip(x.shape, grow)):
         if (lo or hi) and mode == "reflect" and max(lo, hi) >= size:
             raise ShapeError(f"pad: mode='reflect' needs each pad size below the dimension's size; dimension {dim} "
                              f"of the input of shape {x.shape} ({x.dtype}) has size {size}, padded by ({lo}, {hi})")
@@ -88,4 +91,5 @@ def pad(input: ArrayLike, pad: Sequence[int], mode: str = "constant", value: flo
         if (lo or hi) and mode == "replicate" and size == 0:
             raise ShapeError(f"pad: mode='replicate' cannot pad the empty dimension {dim} of the input of shape "
                              f"{x.shape} ({x.dtype})")
-    return enp.pad(x, pairs, mode=_MODES[mode])
+    x = enp.pad(x, grow, mode=_MODES[mode])
+    return x if mode == "circular" else lax.pad(x, enp.zeros((), x.dtype), crop)
