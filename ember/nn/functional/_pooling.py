@@ -20,7 +20,7 @@ import numpy as np
 import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
-from ember.errors import InvalidArgumentError, ShapeError
+from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.nn.functional._common import ArrayLike
 
 __all__ = [
@@ -60,8 +60,6 @@ def _batched(op: str, input: ArrayLike, n: int) -> tuple[Array, bool]:
             f"{op}: expected a {n + 1}-D (C, {_SPATIAL[n]}) or {n + 2}-D (N, C, {_SPATIAL[n]}) input, got shape "
             f"{x.shape} ({x.dtype})")
     if not enp.issubdtype(x.dtype, enp.floating):
-        from ember.errors import DTypeError
-
         raise DTypeError(f"{op}: expected a floating input, got {x.dtype}; convert it with x.astype(float)")
     unbatched = x.ndim == n + 1
     if unbatched:
@@ -520,7 +518,8 @@ def interpolate(input: ArrayLike, size: int | Sequence[int] | None = None,
         size: the output's spatial size (an int or one per dimension); or
         scale_factor: the output size is ``floor(in * scale_factor)``, and the source positions use
             ``1 / scale_factor`` unless ``recompute_scale_factor`` (then ``in / out``).
-        mode: ``'nearest'``, ``'nearest-exact'``, ``'linear'`` (3-D), ``'bilinear'`` (4-D), ``'trilinear'`` (5-D).
+        mode: ``'nearest'``, ``'nearest-exact'`` (any dtype), ``'linear'`` (3-D), ``'bilinear'`` (4-D),
+            ``'trilinear'`` (5-D) (floating inputs).
         align_corners: for the linear modes: map the corner pixels' centres onto each other (default False).
 
     >>> import ember.numpy as enp
@@ -538,6 +537,9 @@ def interpolate(input: ArrayLike, size: int | Sequence[int] | None = None,
     if n not in (1, 2, 3) or (_MODES[mode] is not None and _MODES[mode] != n):
         want = f"a {_MODES[mode] + 2}-D" if _MODES[mode] else "a 3-D, 4-D or 5-D"
         raise ShapeError(f"{op}: mode={mode!r} expects {want} (N, C, *spatial) input, got shape {x.shape} ({x.dtype})")
+    if _MODES[mode] is not None and not enp.issubdtype(x.dtype, enp.floating):
+        raise DTypeError(f"{op}: mode={mode!r} interpolates floating inputs, got {x.dtype}; convert it with "
+                         f"x.astype(float) (mode='nearest' takes any dtype)")
     if _MODES[mode] is None and align_corners is not None:
         raise InvalidArgumentError(f"{op}: align_corners is only for the linear modes, not mode={mode!r}; leave it None")
     if (size is None) == (scale_factor is None):
