@@ -52,6 +52,7 @@ STRONG = {
     "enp.linalg.tensorinv", "enp.linalg.trace", "enp.linalg.vector_norm",
     "scipy.linalg.block_diag", "scipy.linalg.cho_factor", "scipy.linalg.cho_solve", "scipy.linalg.eigh",
     "scipy.linalg.expm", "scipy.linalg.lu_solve", "scipy.linalg.solve_triangular", "scipy.special.logsumexp",
+    "nn.functional.one_hot",  # as jax.nn.one_hot: an asked-for integer dtype
 }  # fmt: skip
 
 # Selections: weak when every case is, whatever the (first) predicate operand (JAX's select rule).
