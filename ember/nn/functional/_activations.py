@@ -180,7 +180,10 @@ def hardtanh(input: ArrayLike, min_val: float = -1.0, max_val: float = 1.0, inpl
     if min_val > max_val:
         raise InvalidArgumentError(f"hardtanh: min_val={min_val} is greater than max_val={max_val}; swap them")
     inside = (x > min_val) & (x < max_val)
-    return enp.where(inside, x, lax.stop_gradient(enp.clip(x, min_val, max_val)))
+    clipped = lax.stop_gradient(enp.clip(x, min_val, max_val))
+    if clipped.dtype != x.dtype:  # float bounds on an integer input
+        clipped = clipped.astype(x.dtype)
+    return enp.where(inside, x, clipped)
 
 
 def hardsigmoid(input: ArrayLike, inplace: bool = False) -> Array:
