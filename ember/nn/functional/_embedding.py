@@ -77,12 +77,15 @@ def embedding(input: ArrayLike, weight: ArrayLike, padding_idx: int | None = Non
     _check_indices(idx, n)
     rows = enp.take(weight, idx, axis=0)
     if max_norm is not None:
+        if not enp.issubdtype(weight.dtype, enp.floating):
+            raise DTypeError(f"embedding: max_norm rescales rows, so the weight must be floating, got "
+                             f"{weight.dtype}; pass max_norm=None or a floating weight")  # fmt: skip
         fixed = lax.stop_gradient(rows)
         norm = enp.linalg.norm(fixed, ord=norm_type, axis=-1, keepdims=True)
         scale = enp.where(norm > max_norm, max_norm / (norm + 1e-7), enp.ones((), norm.dtype))
         # The rescaled rows' value with the plain lookup's derivative (PyTorch renormalises under no_grad).
         rows = lax.stop_gradient(fixed * scale) + (rows - fixed)
-    if scale_grad_by_freq:
+    if scale_grad_by_freq and enp.issubdtype(rows.dtype, enp.inexact):
         flat = idx.reshape(-1)
         counts = enp.zeros((n,), rows.dtype).at[flat].add(enp.ones(flat.shape, rows.dtype))
         freq = enp.take(counts, idx, axis=0)[..., None]

@@ -106,8 +106,8 @@ def rms_norm(input: ArrayLike, normalized_shape: int | Sequence[int], weight: Ar
 
     >>> import ember.numpy as enp
     >>> from ember.nn import functional as F
-    >>> F.rms_norm(enp.array([3.0, 4.0]), (2,), eps=0.0).round(4).tolist()
-    [0.8485, 1.1314]
+    >>> F.rms_norm(enp.array([2.0, 2.0, 2.0, -2.0]), (4,), eps=0.0).tolist()
+    [1.0, 1.0, 1.0, -1.0]
     """
     x = _float_input("rms_norm", input)
     shape = _normalized_shape("rms_norm", normalized_shape, x)
@@ -150,8 +150,8 @@ def group_norm(input: ArrayLike, num_groups: int, weight: ArrayLike | None = Non
                          f"got an input of shape {x.shape} ({x.dtype}) with {c} channels")  # fmt: skip
     weight = _check_param("group_norm", "weight", weight, (c,), x)
     bias = _check_param("group_norm", "bias", bias, (c,), x)
-    n = x.shape[0]
-    grouped = x.astype(_compute_dtype(x.dtype)).reshape((n, num_groups, -1) if n * c else (n, num_groups, 0))
+    per_group = (c // num_groups) * _prod(x.shape[2:])
+    grouped = x.astype(_compute_dtype(x.dtype)).reshape((x.shape[0], num_groups, per_group))
     mean = enp.mean(grouped, axis=-1, keepdims=True)
     centred = grouped - mean
     var = enp.mean(centred * centred, axis=-1, keepdims=True)
@@ -160,6 +160,13 @@ def group_norm(input: ArrayLike, num_groups: int, weight: ArrayLike | None = Non
         out = out * _channel_view(weight, x.ndim)
     if bias is not None:
         out = out + _channel_view(bias, x.ndim)
+    return out
+
+
+def _prod(shape: Sequence[int]) -> int:
+    out = 1
+    for n in shape:
+        out *= n
     return out
 
 
@@ -207,9 +214,9 @@ def batch_norm(input: ArrayLike, running_mean: ArrayLike | None, running_var: Ar
     >>> import ember.numpy as enp
     >>> from ember.nn import functional as F
     >>> x = enp.array([[0.0, 1.0], [2.0, 3.0]])
-    >>> out, mean, var = F.batch_norm(x, enp.zeros(2), enp.ones(2), training=True)
-    >>> out.round(4).tolist(), mean.round(4).tolist(), var.round(4).tolist()
-    ([[-1.0, -1.0], [1.0, 1.0]], [0.1, 0.2], [1.1, 1.1])
+    >>> out, mean, var = F.batch_norm(x, enp.zeros(2), enp.ones(2), training=True, momentum=0.5)
+    >>> out.round(4).tolist(), mean.tolist(), var.tolist()
+    ([[-1.0, -1.0], [1.0, 1.0]], [0.5, 1.0], [1.5, 1.5])
     """
     x = _float_input("batch_norm", input)
     c = _channels_first("batch_norm", x)
@@ -329,8 +336,8 @@ def local_response_norm(input: ArrayLike, size: int, alpha: float = 1e-4, beta: 
 
     >>> import ember.numpy as enp
     >>> from ember.nn import functional as F
-    >>> F.local_response_norm(enp.array([[[1.0], [2.0]]]), 2, alpha=1.0, beta=1.0).round(4).tolist()
-    [[[0.6667], [0.5714]]]
+    >>> F.local_response_norm(enp.array([[[4.0], [3.0]]]), 2, alpha=2.0, beta=0.5, k=0.0).tolist()
+    [[[1.0], [0.6000000238418579]]]
     """
     x = _float_input("local_response_norm", input)
     c = _channels_first("local_response_norm", x, 3)
