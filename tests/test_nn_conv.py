@@ -361,6 +361,9 @@ def test_functional_conv_errors():
         F.conv1d(enp.ones((1, 1, 5)), enp.ones((4, 1, 2)), enp.ones(3))
     with pytest.raises(InvalidArgumentError, match="output_padding=\\(2,\\) must be non-negative and smaller"):
         F.conv_transpose1d(enp.ones((1, 1, 5)), enp.ones((1, 1, 2)), stride=2, output_padding=2)
+    with pytest.raises(ShapeError, match=r"conv_transpose1d: input of shape \(1, 1, 2\) \(float32\) with a weight of "
+                                         r"shape \(1, 1, 2\), stride=\(1,\), padding=\(2,\), .* empty output \(size -1\)"):
+        F.conv_transpose1d(enp.ones((1, 1, 2)), enp.ones((1, 1, 2)), padding=2)
     with pytest.raises(ShapeError, match=r"conv_transpose2d: a weight of shape \(3, 2, 2, 2\) \(float32\) expects an "
                                          r"input with 3 channels"):
         F.conv_transpose2d(enp.ones((1, 2, 5, 5)), enp.ones((3, 2, 2, 2)))

@@ -73,15 +73,18 @@ class _ConvNd(Module):
         wkey, bkey = random.split(key)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         self.weight = random.uniform(wkey, shape, dtype=dtype, minval=-bound, maxval=bound)
-        self.bias = random.uniform(bkey, (self.out_channels,), dtype=dtype, minval=-bound, maxval=bound) if bias else None
+        self.bias = None
+        if bias:
+            self.bias = random.uniform(bkey, (self.out_channels,), dtype=dtype, minval=-bound, maxval=bound)
 
     def _check_input(self, x: Array) -> None:
         n = self._n
         ndim = getattr(x, "ndim", 0)
         if ndim not in (n + 1, n + 2) or x.shape[ndim - n - 1] != self.in_channels:
             spatial = ", ".join("DHW"[3 - n:]) if n > 1 else "L"
+            got = f"{getattr(x, 'shape', ())} ({getattr(x, 'dtype', type(x).__name__)})"
             raise ShapeError(f"expected input of shape (N, {self.in_channels}, {spatial}) or ({self.in_channels}, "
-                             f"{spatial}), got shape {getattr(x, 'shape', ())} ({getattr(x, 'dtype', type(x).__name__)})")
+                             f"{spatial}), got shape {got}")
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -161,7 +164,8 @@ class _ConvTranspose(_ConvNd):
         self._check_input(input)
         conv = (fconv.conv_transpose1d, fconv.conv_transpose2d, fconv.conv_transpose3d)[self._n - 1]
         output_padding = self._output_padding(input, output_size)
-        return conv(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                    self.dilation)
 
 
 

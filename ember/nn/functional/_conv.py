@@ -20,7 +20,10 @@ IntOrTuple = int | Sequence[int]
 def ntuple(op: str, name: str, value: IntOrTuple, n: int) -> tuple[int, ...]:
     """An int or n ints as a tuple of n ints (PyTorch's ``_ntuple``), with a clear error otherwise."""
     try:
-        values = (operator.index(value),) * n if not isinstance(value, (list, tuple)) else tuple(map(operator.index, value))
+        if isinstance(value, (list, tuple)):
+            values = tuple(map(operator.index, value))
+        else:
+            values = (operator.index(value),) * n
     except TypeError:
         raise InvalidArgumentError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}") from None
     if len(values) == 1 and n > 1:
@@ -67,7 +70,8 @@ def _check_groups(op: str, groups: int, w: Array, dim: int) -> int:
 
 def _check_bias(op: str, b: Array | None, channels: int) -> None:
     if b is not None and b.shape != (channels,):
-        raise ShapeError(f"{op}: expected a bias of shape ({channels},) (one per output channel), got {b.shape} ({b.dtype})")
+        raise ShapeError(f"{op}: expected a bias of shape ({channels},) (one per output channel), got {b.shape} "
+                         f"({b.dtype})")
 
 
 def _add_bias(out: Array, b: Array | None, n: int) -> Array:
@@ -96,7 +100,8 @@ def _conv(op: str, n: int, input, weight, bias, stride, padding, dilation, group
                                            f"(stride={stride}); give the padding as ints")
             pairs = same_padding(kernel, dilation)
         else:
-            raise InvalidArgumentError(f"{op}: padding={padding!r} must be 'valid', 'same', an int or a tuple of {n} ints")
+            raise InvalidArgumentError(f"{op}: padding={padding!r} must be 'valid', 'same', an int or a tuple of "
+                                       f"{n} ints")
     else:
         pairs = [(p, p) for p in ntuple(op, "padding", padding, n)]
     for size, (lo, hi), k, d in zip(x.shape[2:], pairs, kernel, dilation):
@@ -127,6 +132,8 @@ def _conv_transpose(op: str, n: int, input, weight, bias, stride, padding, outpu
         raise ShapeError(f"{op}: a weight of shape {w.shape} ({w.dtype}) expects an input with {w.shape[0]} channels "
                          f"(dimension {0 if unbatched else 1}), got input of shape "
                          f"{x.shape[1:] if unbatched else x.shape} ({x.dtype})")
+    if any(p < 0 for p in padding):
+        raise InvalidArgumentError(f"{op}: padding={padding} must be non-negative")
     for s, d, p in zip(stride, dilation, output_padding):
         if p >= max(s, d) or p < 0:
             raise InvalidArgumentError(f"{op}: output_padding={output_padding} must be non-negative and smaller than "
@@ -135,10 +142,11 @@ def _conv_transpose(op: str, n: int, input, weight, bias, stride, padding, outpu
     pairs = []
     for size, k, s, p, op_, d in zip(x.shape[2:], kernel, stride, padding, output_padding, dilation):
         out_size = (size - 1) * s - 2 * p + d * (k - 1) + op_ + 1
-        if out_size < 0 or p < 0:
-            raise ShapeError(f"{op}: input of shape {x.shape[1:] if unbatched else x.shape} ({x.dtype}) with a weight of "
-                             f"shape {w.shape}, stride={stride}, padding={padding}, dilation={dilation} gives a "
-                             f"negative output size; use less padding")
+        if out_size < 1:
+            given = x.shape[1:] if unbatched else x.shape
+            raise ShapeError(f"{op}: input of shape {given} ({x.dtype}) with a weight of shape {w.shape}, "
+                             f"stride={stride}, padding={padding}, dilation={dilation} gives an empty output "
+                             f"(size {out_size}); use less padding")
         pairs.append((d * (k - 1) - p, d * (k - 1) - p + op_))
     cin, cout_g = w.shape[0], w.shape[1]
     # The transpose of a convolution: the kernel flipped, its in/out swapped within each group.
@@ -245,7 +253,8 @@ def conv_transpose1d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike | None
     >>> F.conv_transpose1d(enp.array([[1.0, 2.0]]), enp.array([[[1.0, 1.0, 1.0]]]), stride=2).tolist()
     [[1.0, 1.0, 3.0, 2.0, 2.0]]
     """
-    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
 
 
 def conv_transpose2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None, stride: IntOrTuple = 1,
@@ -267,7 +276,8 @@ def conv_transpose2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike | None
     >>> F.conv_transpose2d(enp.ones((1, 4, 5, 5)), enp.ones((4, 2, 3, 3)), stride=2, padding=1, output_padding=1).shape
     (1, 2, 10, 10)
     """
-    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
 
 
 def conv_transpose3d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike | None = None, stride: IntOrTuple = 1,
@@ -289,4 +299,5 @@ def conv_transpose3d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike | None
     >>> F.conv_transpose3d(enp.ones((1, 2, 2, 2, 2)), enp.ones((2, 3, 2, 2, 2)), stride=2).shape
     (1, 3, 4, 4, 4)
     """
-    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
