@@ -278,6 +278,8 @@ def avg_pool3d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
 
 def _lp_pool(op, n, input, norm_type, kernel_size, stride, ceil_mode):
     x = enp.asarray(input)
+    if not enp.issubdtype(x.dtype, enp.floating):  # checked before x ** p, which would promote it
+        raise DTypeError(f"{op}: expected a floating input, got {x.dtype}; convert it with x.astype(float)")
     norm_type = float(norm_type)
     if norm_type == math.inf:
         return _max_pool(op, n, enp.abs(x), kernel_size, stride, 0, 1, ceil_mode, False)
