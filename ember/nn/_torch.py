@@ -270,15 +270,17 @@ _CONVERTERS: dict[str, Callable[..., Module]] = {
     "TransformerEncoder": _layer(encoder_layer=lambda m: m.layers[0], num_layers=lambda m: len(m.layers)),
     "TransformerDecoder": _layer(decoder_layer=lambda m: m.layers[0], num_layers=lambda m: len(m.layers)),
     "PairwiseDistance": _layer(p=lambda m: m.norm),
+    # bias= (torch 2.13) matters only with affine=True: without it torch holds no bias either way
+    **dict.fromkeys(("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+                     "GroupNorm"), _layer(bias=lambda m: m.bias is not None or m.weight is None)),
     "RNN": _layer(args=(*_RNN_ARGS[:3], "nonlinearity", *_RNN_ARGS[3:])),
     "LSTM": _layer(args=(*_RNN_ARGS, "proj_size")), "GRU": _layer(args=_RNN_ARGS),
     **dict.fromkeys((
         "Linear Bilinear Identity Flatten Unflatten Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d "
         "ConvTranspose3d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d LPPool1d LPPool2d "
         "AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d "
-        "AdaptiveMaxPool3d Embedding EmbeddingBag LayerNorm RMSNorm GroupNorm LocalResponseNorm BatchNorm1d "
-        "BatchNorm2d BatchNorm3d InstanceNorm1d InstanceNorm2d InstanceNorm3d Dropout Dropout1d Dropout2d Dropout3d "
-        "AlphaDropout FeatureAlphaDropout RNNCell LSTMCell GRUCell "
+        "AdaptiveMaxPool3d Embedding EmbeddingBag LayerNorm RMSNorm LocalResponseNorm "
+        "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout RNNCell LSTMCell GRUCell "
         "ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d "
         "ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d CircularPad1d CircularPad2d "
         "CircularPad3d PixelShuffle PixelUnshuffle Upsample UpsamplingNearest2d UpsamplingBilinear2d ChannelShuffle "
@@ -418,11 +420,22 @@ def to_torch_state_dict(model: Module, state: State | None = None) -> dict[str, 
         raise InvalidArgumentError(
             f"nn.to_torch_state_dict: this {type(model).__name__} has running statistics (BatchNorm); pass its state: "
             f"nn.to_torch_state_dict(model, state)")
-    out: dict[str, Any] = {}
-    named = list(model.named_parameters())
+    named = [(name, value, 0) for name, value in model.named_parameters()]
     if state is not None:
-        named += list(state.named_buffers())
-    for name, value in named:
+        named += [(name, value, 1) for name, value in state.named_buffers()]
+    # torch's order: module by module (as named_modules), each module's parameters before its buffers
+    order = {name: i for i, (name, _) in enumerate(model.named_modules())}
+
+    def owner(name: str) -> int:
+        prefix = name
+        while prefix:
+            prefix = prefix.rpartition(".")[0]
+            if prefix in order:
+                return order[prefix]
+        return 0
+
+    out: dict[str, Any] = {}
+    for name, value, _ in sorted(named, key=lambda item: (owner(item[0]), item[2])):
         array = np.asarray(value)
         if array.dtype.name == "bfloat16":
             out[name] = torch.from_numpy(array.astype(np.float32)).to(torch.bfloat16)
