@@ -41,7 +41,7 @@ def field(*, static: bool = False, **kwargs: Any) -> Any:
     ...     factor: float = nn.field(static=True, default=2.0)
     ...     def __call__(self, x):
     ...         return x * self.factor
-    >>> Scale()(3.0).item()
+    >>> Scale()(3.0)
     6.0
     """
     metadata = dict(kwargs.pop("metadata", None) or {})
