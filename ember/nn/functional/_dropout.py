@@ -48,15 +48,14 @@ def _masked(op: str, x: Array, p: float, training: bool, key, mask_shape: tuple[
     if not training or p == 0.0 or x.size == 0:
         return x
     if p == 1.0:
-        return x * enp.zeros((), x.dtype)
+        return x * 0  # PyTorch multiplies by zero (inf and nan become nan); a Python 0 keeps x's dtype and weakness
     key = _checked_key(op, key)
     keep = random.bernoulli(key, enp.asarray(1.0 - p, dtype=enp.float32), mask_shape)
     if not alpha:
-        return enp.where(keep, x * enp.asarray(1.0 / (1.0 - p), x.dtype), enp.zeros((), x.dtype))
+        return enp.where(keep, x * (1.0 / (1.0 - p)), 0)
     # PyTorch's alpha dropout: a * (x if kept else -alpha) + alpha * a * p, keeping mean 0 and variance 1.
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1.0) * (1.0 - p))
-    dropped = enp.asarray(-_ALPHA * a + _ALPHA * a * p, x.dtype)
-    return enp.where(keep, x * enp.asarray(a, x.dtype) + enp.asarray(_ALPHA * a * p, x.dtype), dropped)
+    return enp.where(keep, x * a + _ALPHA * a * p, -_ALPHA * a + _ALPHA * a * p)
 
 
 def _array(op: str, input: ArrayLike) -> Array:
