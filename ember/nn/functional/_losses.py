@@ -85,12 +85,13 @@ def _broadcast_weight(op: str, name: str, weight: ArrayLike | None, shape: tuple
     return w
 
 
-def _weighted(loss: Array, weight: Array | None, reduction: str) -> Array:
-    """PyTorch's elementwise weight: mean divides by the weights' sum (mse_loss, l1_loss, huber_loss)."""
+def _weighted(loss: Array, weight: Array | None, reduction: str, mean_by_weight: bool = True) -> Array:
+    """PyTorch's elementwise weight: its mean divides by the weights' sum for mse_loss and l1_loss, by the
+    number of elements for huber_loss."""
     if weight is None:
         return _reduce(loss, reduction)
     loss = loss * weight
-    if reduction == "mean":
+    if reduction == "mean" and mean_by_weight:
         return enp.sum(loss) / enp.sum(weight)
     return _reduce(loss, reduction)
 
@@ -258,7 +259,7 @@ def cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None 
         if reduction == "mean":
             return enp.sum(loss) / (x.size // n_classes) if x.size else enp.sum(loss) * math.nan
         return _reduce(loss, reduction)
-    if enp.issubdtype(t.dtype, enp.floating) and t.shape != x.shape:
+    if enp.issubdtype(t.dtype, enp.floating) and t.shape != x.shape[:axis] + x.shape[axis + 1 :]:
         raise ShapeError(f"cross_entropy: a float target holds class probabilities and must have the input's shape "
                          f"{x.shape}, got {t.shape} ({t.dtype}); pass class indices as integers")  # fmt: skip
     _class_shape_check("cross_entropy", x, t)
@@ -418,7 +419,8 @@ def smooth_l1_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mea
 
 def huber_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", delta: float = 1.0,
                weight: ArrayLike | None = None) -> Array:  # fmt: skip
-    """``0.5 d**2`` where ``|d| <= delta``, else ``delta (|d| - delta / 2)``, as ``torch.nn.functional.huber_loss``.
+    """``0.5 d**2`` where ``|d| <= delta``, else ``delta (|d| - delta / 2)``, as ``torch.nn.functional.huber_loss``
+    (with ``weight``: ``'mean'`` is the mean of the weighted losses, as PyTorch's, not divided by the weights' sum).
 
     >>> import ember.numpy as enp
     >>> from ember.nn import functional as F
@@ -432,7 +434,7 @@ def huber_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", 
     _same_shape("huber_loss", ("input", "target"), x, t)
     d = enp.abs(x - t)
     loss = enp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
-    return _weighted(loss, _elementwise_weight("huber_loss", weight, x), reduction)
+    return _weighted(loss, _elementwise_weight("huber_loss", weight, x), reduction, mean_by_weight=False)
 
 
 def poisson_nll_loss(input: ArrayLike, target: ArrayLike, log_input: bool = True, full: bool = False, *,
