@@ -196,13 +196,15 @@ def _cell_samples(mode, cases):
         for shape, with_hx, config in cases:
             hid = config["hidden_size"]
             gates = _GATES[mode] * hid
-            shapes = [(gates, config["input_size"]), (gates, hid)] + ([(gates,)] * 2 if config.get("bias", True) else [])
+            shapes = [(gates, config["input_size"]), (gates, hid)]
+            shapes += [(gates,)] * 2 if config.get("bias", True) else []
             batch = shape[:-1]
             hx = None
             if with_hx:
                 hx = (_arr(rng, (*batch, hid), dtype), _arr(rng, (*batch, hid), dtype)) if mode == "LSTM" else \
                     _arr(rng, (*batch, hid), dtype)  # fmt: skip
-            out.append(Sample((_arr(rng, shape, dtype), hx, tuple(_arr(rng, s, dtype, 0.6) for s in shapes)), dict(config)))
+            params = tuple(_arr(rng, s, dtype, 0.6) for s in shapes)
+            out.append(Sample((_arr(rng, shape, dtype), hx, params), dict(config)))
         return out
 
     return make
@@ -221,7 +223,8 @@ _LSTM = [
     ((2, 3, 2), False, {"input_size": 2, "hidden_size": 2, "batch_first": True, "bias": False}),
     *_COMMON[2:],
 ]
-_CELL = [((3, 2), True, {"input_size": 2, "hidden_size": 3}), ((2,), False, {"input_size": 2, "hidden_size": 2, "bias": False}),
+_CELL = [((3, 2), True, {"input_size": 2, "hidden_size": 3}),
+         ((2,), False, {"input_size": 2, "hidden_size": 2, "bias": False}),
          ((0, 2), True, {"input_size": 2, "hidden_size": 2})]  # fmt: skip
 _RNN_CELL = [(s, h, {**c, "nonlinearity": nl}) for (s, h, c), nl in zip(_CELL, ("relu", "tanh", "relu"))]
 
