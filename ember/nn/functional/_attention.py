@@ -15,6 +15,7 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.nn.functional._common import ArrayLike
+from ember.nn.functional._dropout import dropout
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
@@ -44,15 +45,8 @@ def _check_dropout(fn: str, p: float, dropout_key: Array | None) -> None:
 
 
 def _dropout(x: Array, p: float, dropout_key: Array | None) -> Array:
-    """Inverted dropout: zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``."""
-    if p == 0.0:
-        return x
-    if p == 1.0:
-        return x * 0
-    from ember import random
-
-    keep = random.bernoulli(dropout_key, 1.0 - p, x.shape)
-    return enp.where(keep, x / (1.0 - p), 0)
+    """Inverted dropout (``F.dropout``): zero each element with probability ``p``, scale the rest by ``1 / (1 - p)``."""
+    return x if p == 0.0 else dropout(x, p, key=dropout_key)
 
 
 def _softmax(scores: Array) -> Array:
@@ -238,7 +232,7 @@ def multi_head_attention_forward(
     if is_causal and attn_mask is None:
         raise InvalidArgumentError(
             f"{fn}: is_causal=True is a hint that attn_mask is the causal mask and needs that attn_mask; pass "
-            f"attn_mask=nn.Transformer.generate_square_subsequent_mask(L) (or enp.triu(enp.ones((L, L), bool), 1))")
+            f"attn_mask=enp.triu(enp.ones((L, L), bool), 1) (True above the diagonal: masked out)")
     causal = is_causal and key_padding_mask is None and not need_weights
     attn_mask = None if causal else _mask_as_bias(attn_mask, dtype)
 
