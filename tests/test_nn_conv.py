@@ -345,8 +345,8 @@ def test_functional_conv_errors():
     with pytest.raises(ShapeError, match=r"conv2d: groups=1 and a weight of shape \(4, 3, 3, 3\) \(float32\) expect an "
                                          r"input with 3 channels .* got input of shape \(1, 2, 5, 5\) \(float32\)"):
         F.conv2d(enp.ones((1, 2, 5, 5)), enp.ones((4, 3, 3, 3)))
-    with pytest.raises(ShapeError, match=r"conv2d: groups=3 must be positive and divide the weight's dimension 0, got a "
-                                         r"weight of shape \(4, 1, 3, 3\)"):
+    with pytest.raises(ShapeError, match=r"conv2d: groups=3 must be positive and divide the weight's dimension 0, "
+                                         r"got a weight of shape \(4, 1, 3, 3\)"):
         F.conv2d(enp.ones((1, 3, 5, 5)), enp.ones((4, 1, 3, 3)), groups=3)
     with pytest.raises(ShapeError, match=r"conv1d: the kernel .* is larger than the padded input: input of shape "
                                          r"\(1, 2, 3\) \(float32\) padded to spatial size \(5,\)"):
@@ -362,7 +362,8 @@ def test_functional_conv_errors():
     with pytest.raises(InvalidArgumentError, match="output_padding=\\(2,\\) must be non-negative and smaller"):
         F.conv_transpose1d(enp.ones((1, 1, 5)), enp.ones((1, 1, 2)), stride=2, output_padding=2)
     with pytest.raises(ShapeError, match=r"conv_transpose1d: input of shape \(1, 1, 2\) \(float32\) with a weight of "
-                                         r"shape \(1, 1, 2\), stride=\(1,\), padding=\(2,\), .* empty output \(size -1\)"):
+                                         r"shape \(1, 1, 2\), stride=\(1,\), padding=\(2,\), .* empty output "
+                                         r"\(size -1\)"):
         F.conv_transpose1d(enp.ones((1, 1, 2)), enp.ones((1, 1, 2)), padding=2)
     with pytest.raises(ShapeError, match=r"conv_transpose2d: a weight of shape \(3, 2, 2, 2\) \(float32\) expects an "
                                          r"input with 3 channels"):
@@ -372,7 +373,8 @@ def test_functional_conv_errors():
 
 
 def test_constructor_errors():
-    with pytest.raises(InvalidArgumentError, match="in_channels=3 and out_channels=4 must both be divisible by groups=2"):
+    with pytest.raises(InvalidArgumentError, match="in_channels=3 and out_channels=4 must both be divisible by "
+                                                   "groups=2"):
         nn.Conv2d(3, 4, 3, groups=2, key=ember.random.key(0))
     with pytest.raises(InvalidArgumentError, match="padding='same' is not supported for strided"):
         nn.Conv1d(3, 4, 3, stride=2, padding="same", key=ember.random.key(0))
