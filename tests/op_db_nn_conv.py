@@ -44,16 +44,15 @@ def _pad_ref(x, pad, mode="constant", value=None):
         pairs[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
 
     def crop(x):
-        return x[tuple(slice(-lo if lo < 0 else 0, x.shape[d] + hi if hi < 0 else None) for d, (lo, hi) in enumerate(pairs))]
+        return x[tuple(slice(-lo if lo < 0 else 0, x.shape[d] + hi if hi < 0 else None)
+                       for d, (lo, hi) in enumerate(pairs))]  # fmt: skip
 
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
     if mode == "constant":
         return np.pad(crop(x), grow, mode="constant", constant_values=0 if value is None else value)
     if mode == "circular":  # PyTorch crops before wrapping, and pads before cropping in the other modes
         return np.pad(crop(x), grow, mode="wrap")
-    padded = np.pad(x, grow, mode={"reflect": "reflect", "replicate": "edge"}[mode])
-    return padded[tuple(slice(-lo if lo < 0 else 0, padded.shape[d] + hi if hi < 0 else None)
-                        for d, (lo, hi) in enumerate(pairs))]
+    return crop(np.pad(x, grow, mode={"reflect": "reflect", "replicate": "edge"}[mode]))
 
 
 def _conv_ref(n):
@@ -82,16 +81,19 @@ def _conv_transpose_ref(n):
         s, p, op, d = _tup(stride, n), _tup(padding, n), _tup(output_padding, n), _tup(dilation, n)
         batch, cin, sizes, kernel = x.shape[0], x.shape[1], x.shape[2:], w.shape[2:]
         cin_g, cout_g = cin // groups, w.shape[1]
-        out_sizes = [(L - 1) * s_ - 2 * p_ + d_ * (k - 1) + o + 1 for L, s_, p_, d_, k, o in zip(sizes, s, p, d, kernel, op)]
-        full = np.zeros((batch, groups * cout_g, *[max((L - 1) * s_ + d_ * (k - 1) + 1, p_ + o_)
-                                                     for L, s_, d_, k, p_, o_ in zip(sizes, s, d, kernel, p, out_sizes)]),
-                        dtype=np.result_type(x, w))  # fmt: skip
+        out_sizes = [(L - 1) * s_ - 2 * p_ + d_ * (k - 1) + o + 1
+                     for L, s_, p_, d_, k, o in zip(sizes, s, p, d, kernel, op)]  # fmt: skip
+        # every scattered position, and room for output_padding past the last one
+        full_sizes = [max((L - 1) * s_ + d_ * (k - 1) + 1, p_ + o_)
+                      for L, s_, d_, k, p_, o_ in zip(sizes, s, d, kernel, p, out_sizes)]  # fmt: skip
+        full = np.zeros((batch, groups * cout_g, *full_sizes), dtype=np.result_type(x, w))
         for g in range(groups):
             xs, ws = x[:, g * cin_g:(g + 1) * cin_g], w[g * cin_g:(g + 1) * cin_g]
             for i in itertools.product(*map(range, sizes)):
                 for k in itertools.product(*map(range, kernel)):
                     where = tuple(i_ * s_ + k_ * d_ for i_, s_, k_, d_ in zip(i, s, k, d))
-                    full[(slice(None), slice(g * cout_g, (g + 1) * cout_g), *where)] += xs[(Ellipsis, *i)] @ ws[(Ellipsis, *k)]
+                    target = (slice(None), slice(g * cout_g, (g + 1) * cout_g), *where)
+                    full[target] += xs[(Ellipsis, *i)] @ ws[(Ellipsis, *k)]
         out = full[(Ellipsis, *(slice(p_, p_ + o) for p_, o in zip(p, out_sizes)))]
         if b is not None:
             out = out + b.reshape((-1,) + (1,) * n)
@@ -171,7 +173,8 @@ _PAD_CASES = [((2, 3, 5), (1, 2), "constant", 1.5), ((2, 3, 4), (1, -2, -1, 2), 
 
 
 def _pad_samples(rng, d):
-    return [Sample((make_array(rng, s, d),), dict(pad=pad, mode=mode, value=value)) for s, pad, mode, value in _PAD_CASES
+    return [Sample((make_array(rng, s, d),), dict(pad=pad, mode=mode, value=value))
+            for s, pad, mode, value in _PAD_CASES
             if d.kind in "fcV" or mode != "constant" or value is None or float(value).is_integer()]  # fmt: skip
 
 
@@ -182,14 +185,16 @@ def _linear_samples(rng, d):
 
 def _bilinear_samples(rng, d):
     return [Sample(tuple(_arrays(rng, d, (4, 3), (4, 2), (5, 3, 2), (5,)))),
-            Sample(tuple(_arrays(rng, d, (2, 3, 2), (2, 3, 4), (3, 2, 4)))), Sample(tuple(_arrays(rng, d, (1,), (2,), (2, 1, 2), (2,))))]
+            Sample(tuple(_arrays(rng, d, (2, 3, 2), (2, 3, 4), (3, 2, 4)))),
+            Sample(tuple(_arrays(rng, d, (1,), (2,), (2, 1, 2), (2,))))]
 
 
 register(
-    *[OpInfo(f"nn.functional.conv{n}d", getattr(F, f"conv{n}d"), _conv_ref(n), CONV_DTYPES, _conv_samples(_CONV_CASES[n]),
-             NOT_INTEGER, tol=_TOL, ad_unsupported=_AD_HALF) for n in (1, 2, 3)],
-    *[OpInfo(f"nn.functional.conv_transpose{n}d", getattr(F, f"conv_transpose{n}d"), _conv_transpose_ref(n), CONV_DTYPES,
-             _transpose_samples(_TRANSPOSE_CASES[n]), NOT_INTEGER, tol=_TOL, ad_unsupported=_AD_HALF) for n in (1, 2, 3)],
+    *[OpInfo(f"nn.functional.conv{n}d", getattr(F, f"conv{n}d"), _conv_ref(n), CONV_DTYPES,
+             _conv_samples(_CONV_CASES[n]), NOT_INTEGER, tol=_TOL, ad_unsupported=_AD_HALF) for n in (1, 2, 3)],
+    *[OpInfo(f"nn.functional.conv_transpose{n}d", getattr(F, f"conv_transpose{n}d"), _conv_transpose_ref(n),
+             CONV_DTYPES, _transpose_samples(_TRANSPOSE_CASES[n]), NOT_INTEGER, tol=_TOL, ad_unsupported=_AD_HALF)
+      for n in (1, 2, 3)],
     OpInfo("nn.functional.pad", F.pad, _pad_ref, ALL, _pad_samples, ""),
     OpInfo("nn.functional.linear", F.linear, _linear_ref, ALL, _linear_samples, "", tol=_TOL, ad_unsupported=_AD_HALF),
     OpInfo("nn.functional.bilinear", F.bilinear, _bilinear_ref, ALL, _bilinear_samples, "", tol=_TOL,
@@ -256,7 +261,8 @@ def _transpose_layer_ref(n):
         output_size = dict(call).get("output_size")
         if output_size is not None:  # PyTorch: output_padding = output_size - the smallest size
             s, p, d = _tup(kw.get("stride", 1), n), _tup(kw.get("padding", 0), n), _tup(kw.get("dilation", 1), n)
-            smallest = [(L - 1) * s_ - 2 * p_ + d_ * (k - 1) + 1 for L, s_, p_, d_, k in zip(x.shape[-n:], s, p, d, w.shape[2:])]
+            smallest = [(L - 1) * s_ - 2 * p_ + d_ * (k - 1) + 1
+                        for L, s_, p_, d_, k in zip(x.shape[-n:], s, p, d, w.shape[2:])]  # fmt: skip
             kw["output_padding"] = tuple(o - m for o, m in zip(output_size[-n:], smallest))
         return conv_t(x, w, b, **kw)
 
@@ -305,7 +311,8 @@ _TRANSPOSE_LAYER_CASES = {
         ([(4, 3)], (4, 2, 2), (("groups", 2), ("dilation", 2), ("bias", False)), ())],
     2: [([(1, 4, 3, 2)], (4, 2, (3, 2)), (("stride", (2, 1)), ("groups", 2)), (("output_size", (8, 3)),)),
         ([(2, 2, 3, 3)], (2, 3, 2), (("dilation", 2), ("stride", 2), ("output_padding", 1), ("padding", 1)), ())],
-    3: [([(1, 2, 2, 3, 2)], (2, 2, (2, 1, 2)), (("stride", 2), ("padding", (0, 1, 0))), (("output_size", (1, 2, 5, 3, 4)),))],
+    3: [([(1, 2, 2, 3, 2)], (2, 2, (2, 1, 2)), (("stride", 2), ("padding", (0, 1, 0))),
+         (("output_size", (1, 2, 5, 3, 4)),))],
 }
 
 register(
@@ -327,11 +334,12 @@ register(
                                               ([(1,), (2,)], (1, 2, 2), (), ())], 2),
            "", tol=_TOL, ad_unsupported=_AD_HALF),
     # Identity returns its argument itself, as PyTorch (a NumPy input stays NumPy): the wrapper makes it an Array.
-    OpInfo("nn.Identity", lambda *a, **kw: enp.asarray(_layer_op("Identity")(*a, **kw)), lambda x, args=(), kwargs=(), call=(): x, ALL,
+    OpInfo("nn.Identity", lambda *a, **kw: enp.asarray(_layer_op("Identity")(*a, **kw)),
+           lambda x, args=(), kwargs=(), call=(): x, ALL,
            _layer_samples("Identity", [([(2, 3)], (), (), ()), ([()], (5,), (("unused", "x"),), ())]), ""),
     OpInfo("nn.Flatten", _layer_op("Flatten"), _flatten_ref, ALL,
-           _layer_samples("Flatten", [([(2, 3, 4)], (), (), ()), ([(2, 3, 4, 2)], (0, 2), (), ()), ([(0, 3, 2)], (), (), ()),
-                                      ([(3, 4)], (-2, -1), (), ())]), ""),
+           _layer_samples("Flatten", [([(2, 3, 4)], (), (), ()), ([(2, 3, 4, 2)], (0, 2), (), ()),
+                                      ([(0, 3, 2)], (), (), ()), ([(3, 4)], (-2, -1), (), ())]), ""),
     OpInfo("nn.Unflatten", _layer_op("Unflatten"), _unflatten_ref, ALL,
            _layer_samples("Unflatten", [([(3, 10)], (1, (2, 5)), (), ()), ([(6, 2)], (0, (3, 1, 2)), (), ()),
                                         ([(2, 12, 1)], (-2, (-1, 4)), (), ())]), ""),
