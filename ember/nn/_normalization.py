@@ -44,7 +44,7 @@ class LayerNorm(Module):
     >>> from ember import nn
     >>> ln = nn.LayerNorm(2)
     >>> ln, ln(enp.array([[1.0, 3.0]])).round(4).tolist()
-    (LayerNorm((2,), eps=1e-05, elementwise_affine=True), [[-1.0, 1.0]])
+    (LayerNorm((2,), eps=1e-05, elementwise_affine=True, bias=True), [[-1.0, 1.0]])
     """
 
     weight: Array | None
@@ -63,7 +63,8 @@ class LayerNorm(Module):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")  # fmt: skip
 
 
 class RMSNorm(Module):
@@ -120,12 +121,13 @@ class GroupNorm(Module):
         num_channels: C of the (N, C, *) input.
         eps: added to the variance.
         affine: learn per-channel ``weight`` (ones) and ``bias`` (zeros).
+        bias: with ``affine``, whether to learn the bias.
         dtype: the parameters' dtype.
 
     >>> import ember.numpy as enp
     >>> from ember import nn
     >>> nn.GroupNorm(2, 4)
-    GroupNorm(2, 4, eps=1e-05, affine=True)
+    GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)
     """
 
     weight: Array | None
@@ -135,13 +137,14 @@ class GroupNorm(Module):
     eps: float
     affine: bool
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *, dtype=None) -> None:
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *, bias: bool = True,
+                 dtype=None) -> None:  # fmt: skip
         if num_groups <= 0 or num_channels % num_groups:
             raise InvalidArgumentError(f"GroupNorm: num_channels={num_channels} must be divisible by "
                                        f"num_groups={num_groups}")  # fmt: skip
         self.num_groups, self.num_channels, self.eps, self.affine = int(num_groups), int(num_channels), eps, affine
         self.weight = enp.ones((num_channels,), dtype=dtype) if affine else None
-        self.bias = enp.zeros((num_channels,), dtype=dtype) if affine else None
+        self.bias = enp.zeros((num_channels,), dtype=dtype) if affine and bias else None
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         if getattr(x, "ndim", 0) < 2 or x.shape[1] != self.num_channels:
@@ -150,7 +153,7 @@ class GroupNorm(Module):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
 class LocalResponseNorm(Module):
@@ -194,11 +197,11 @@ class _NormBase(Module):
     dtype: Any
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, *, dtype=None) -> None:  # fmt: skip
+                 track_running_stats: bool = True, *, bias: bool = True, dtype=None) -> None:  # fmt: skip
         self.num_features, self.eps, self.momentum = int(num_features), eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = enp.ones((num_features,), dtype=dtype) if affine else None
-        self.bias = enp.zeros((num_features,), dtype=dtype) if affine else None
+        self.bias = enp.zeros((num_features,), dtype=dtype) if affine and bias else None
         self.training, self.state_key, self.dtype = True, None, None if dtype is None else enp.dtype(dtype)
 
     def has_state(self) -> bool:
@@ -227,7 +230,7 @@ class _NormBase(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")  # fmt: skip
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")  # fmt: skip
 
 
 class _BatchNorm(_NormBase):
@@ -263,8 +266,9 @@ class _BatchNorm(_NormBase):
     _what = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, axis_name: Any = None, *, dtype=None) -> None:  # fmt: skip
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
+                 track_running_stats: bool = True, *, bias: bool = True, axis_name: Any = None,
+                 dtype=None) -> None:  # fmt: skip
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias, dtype=dtype)
         self.axis_name = axis_name
 
     def __call__(self, x: Array, state: State | None = None, *, key: Array | None = None) -> Any:
@@ -304,6 +308,7 @@ class BatchNorm1d(_BatchNorm):
         momentum: the running statistics' update factor; ``None``: a cumulative average.
         affine: learn per-channel ``weight`` (ones) and ``bias`` (zeros).
         track_running_stats: keep running statistics in an ``nn.State`` (used in eval mode).
+        bias: (keyword) with ``affine``, whether to learn the bias.
         axis_name: (ember only) a ``vmap`` axis to share the batch statistics over (see below).
         dtype: the parameters' and statistics' dtype.
 
@@ -337,7 +342,7 @@ class BatchNorm2d(_BatchNorm):
 
     >>> from ember import nn
     >>> nn.BatchNorm2d(3, momentum=None)
-    BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, track_running_stats=True)
+    BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, bias=True, track_running_stats=True)
     """
 
     __init__ = _BatchNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
@@ -372,8 +377,8 @@ class _InstanceNorm(_NormBase):
     _what = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, *, dtype=None) -> None:  # fmt: skip
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
+                 track_running_stats: bool = False, *, bias: bool = True, dtype=None) -> None:  # fmt: skip
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias, dtype=dtype)
 
     def __call__(self, x: Array, state: State | None = None, *, key: Array | None = None) -> Any:
         ndim = getattr(x, "ndim", 0)
@@ -412,6 +417,7 @@ class InstanceNorm1d(_InstanceNorm):
         momentum: the running statistics' update factor (``None``: 0).
         affine: learn per-channel ``weight`` and ``bias`` (default False).
         track_running_stats: keep running statistics in an ``nn.State`` (default False).
+        bias: (keyword) with ``affine``, whether to learn the bias.
         dtype: the parameters' and statistics' dtype.
 
     >>> import ember.numpy as enp
@@ -431,7 +437,7 @@ class InstanceNorm2d(_InstanceNorm):
 
     >>> from ember import nn
     >>> nn.InstanceNorm2d(3)
-    InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)
+    InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
     """
 
     __init__ = _InstanceNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
