@@ -19,8 +19,8 @@ F16 = np.dtype(np.float16)
 _TOL = {F16: (1e-2, 1e-2), BF16: (2e-2, 5e-2), np.dtype(np.float32): (1e-5, 1e-5)}
 _COARSE = "sums of products are too coarse for finite differences; float32/64 check the rule"
 _AD_HALF = {F16: f"float16 {_COARSE}", BF16: f"bfloat16 {_COARSE}"}
-FLOAT_LAYERS = ("the containers hold Tanh/Sigmoid layers, which take floating inputs only: ints, bool and complex raise "
-                "DTypeError there (the Linear entries cover the other dtypes)")  # fmt: skip
+FLOAT_LAYERS = ("the containers hold Tanh/Sigmoid layers, which take floating inputs only: ints, bool and complex "
+                "raise DTypeError there (the Linear entries cover the other dtypes)")  # fmt: skip
 
 # A layer spec: ("Linear", in, out, bias) or the name of an activation layer.
 _ACTIVATIONS = {"Tanh": np.tanh, "Sigmoid": scipy.special.expit, "Identity": lambda x: x}
