@@ -134,7 +134,8 @@ class _AvgPoolNd(Module):
     divisor_override: int | None
 
     def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> None:  # fmt: skip
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> None:  # fmt: skip
         self.kernel_size = _static(kernel_size)
         self.stride = _static(stride) if stride is not None else self.kernel_size
         self.padding = _static(padding)
@@ -388,7 +389,8 @@ class UpsamplingNearest2d(Upsample):
     [[[[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0]]]]
     """
 
-    def __init__(self, size: int | Sequence[int] | None = None, scale_factor: float | Sequence[float] | None = None) -> None:
+    def __init__(self, size: int | Sequence[int] | None = None,
+                 scale_factor: float | Sequence[float] | None = None) -> None:  # fmt: skip
         super().__init__(size, scale_factor, mode="nearest")
 
 
@@ -401,7 +403,8 @@ class UpsamplingBilinear2d(Upsample):
     [[[[1.0, 1.5, 2.0]]]]
     """
 
-    def __init__(self, size: int | Sequence[int] | None = None, scale_factor: float | Sequence[float] | None = None) -> None:
+    def __init__(self, size: int | Sequence[int] | None = None,
+                 scale_factor: float | Sequence[float] | None = None) -> None:  # fmt: skip
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 

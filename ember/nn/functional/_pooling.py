@@ -90,7 +90,8 @@ def _pool_size(op: str, size: int, k: int, s: int, p: int, d: int, ceil_mode: bo
 
 def _window_config(op, x, n, kernel_size, stride, padding, dilation, ceil_mode):
     k = _tuple(op, "kernel_size", kernel_size, n)
-    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(op, "stride", stride, n)
+    no_stride = stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)  # torch passes [] for None
+    s = k if no_stride else _tuple(op, "stride", stride, n)
     p = _tuple(op, "padding", padding, n)
     d = _tuple(op, "dilation", dilation, n)
     sizes = x.shape[2:]
@@ -246,7 +247,8 @@ def avg_pool1d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
 
 
 def avg_pool2d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Array:  # fmt: skip
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Array:  # fmt: skip
     """2-D average pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.functional.avg_pool2d``.
 
     Args as ``avg_pool1d``; ``divisor_override`` divides every window's sum by that number instead.
@@ -256,11 +258,13 @@ def avg_pool2d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
     >>> F.avg_pool2d(enp.ones((1, 3, 3)), 2, padding=1, count_include_pad=False).tolist()
     [[[1.0, 1.0], [1.0, 1.0]]]
     """
-    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 def avg_pool3d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Array:  # fmt: skip
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Array:  # fmt: skip
     """3-D average pooling over (N, C, D, H, W) or (C, D, H, W), as ``torch.nn.functional.avg_pool3d``.
 
     Args as ``avg_pool2d``.
@@ -270,7 +274,8 @@ def avg_pool3d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
     >>> F.avg_pool3d(enp.ones((1, 1, 2, 2, 2)), 2, divisor_override=1).tolist()
     [[[[[8.0]]]]]
     """
-    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 # --- Lp pooling --------------------------------------------------------------------------------------
@@ -543,7 +548,8 @@ def interpolate(input: ArrayLike, size: int | Sequence[int] | None = None,
         raise DTypeError(f"{op}: mode={mode!r} interpolates floating inputs, got {x.dtype}; convert it with "
                          f"x.astype(float) (mode='nearest' takes any dtype)")
     if _MODES[mode] is None and align_corners is not None:
-        raise InvalidArgumentError(f"{op}: align_corners is only for the linear modes, not mode={mode!r}; leave it None")
+        raise InvalidArgumentError(
+            f"{op}: align_corners is only for the linear modes, not mode={mode!r}; leave it None")
     if (size is None) == (scale_factor is None):
         raise InvalidArgumentError(f"{op}: give exactly one of size and scale_factor")
     sizes = x.shape[2:]
@@ -551,7 +557,8 @@ def interpolate(input: ArrayLike, size: int | Sequence[int] | None = None,
         out = _tuple(op, "size", size, n)
         scales = (None,) * n
     else:
-        scales = tuple(float(v) for v in scale_factor) if isinstance(scale_factor, (list, tuple)) else (float(scale_factor),) * n
+        many = isinstance(scale_factor, (list, tuple))
+        scales = tuple(float(v) for v in scale_factor) if many else (float(scale_factor),) * n
         if len(scales) != n:
             raise InvalidArgumentError(f"{op}: scale_factor={scale_factor!r} must be a number or {n} numbers")
         out = tuple(math.floor(float(s) * f) for s, f in zip(sizes, scales))
@@ -597,8 +604,8 @@ def pixel_shuffle(input: ArrayLike, upscale_factor: int) -> Array:
     x = enp.asarray(input)
     r = operator.index(upscale_factor)
     if x.ndim < 3 or r <= 0 or x.shape[-3] % (r * r):
-        raise ShapeError(f"pixel_shuffle: expected an input of shape (*, C * {r}**2, H, W) with upscale_factor > 0, got "
-                         f"shape {x.shape} ({x.dtype})")  # fmt: skip
+        raise ShapeError(f"pixel_shuffle: expected an input of shape (*, C * {r}**2, H, W) with upscale_factor > 0, "
+                         f"got shape {x.shape} ({x.dtype})")
     *batch, c, h, w = x.shape
     y = x.reshape(*batch, c // (r * r), r, r, h, w)
     b = len(batch)
@@ -617,8 +624,8 @@ def pixel_unshuffle(input: ArrayLike, downscale_factor: int) -> Array:
     x = enp.asarray(input)
     r = operator.index(downscale_factor)
     if x.ndim < 3 or r <= 0 or x.shape[-2] % r or x.shape[-1] % r:
-        raise ShapeError(f"pixel_unshuffle: expected an input of shape (*, C, H * {r}, W * {r}) with downscale_factor > 0, "
-                         f"got shape {x.shape} ({x.dtype})")  # fmt: skip
+        raise ShapeError(f"pixel_unshuffle: expected an input of shape (*, C, H * {r}, W * {r}) with "
+                         f"downscale_factor > 0, got shape {x.shape} ({x.dtype})")
     *batch, c, h, w = x.shape
     y = x.reshape(*batch, c, h // r, r, w // r, r)
     b = len(batch)
