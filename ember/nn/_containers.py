@@ -151,6 +151,19 @@ class ModuleList(Module):
     def extra_repr(self) -> str:
         return ""
 
+    def __repr__(self) -> str:
+        # As torch.nn.ModuleList prints: a run of equal children is one line, "(0-5): 6 x Block(...)".
+        if not self.layers:
+            return "ModuleList()"
+        runs: list[list] = []  # [first index, last index, repr]
+        for i, text in enumerate(repr(m) for m in self.layers):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}" for a, b, text in runs]
+        return "ModuleList(\n  " + "\n  ".join(line.replace("\n", "\n  ") for line in lines) + "\n)"
+
 
 class ModuleDict(Module):
     """Modules by name, as ``torch.nn.ModuleDict`` (children named by their keys, in insertion order).
