@@ -156,6 +156,21 @@ def test_repr_matches_torch():
     assert repr(e) == repr(t)
 
 
+def test_repr_folds_repeated_module_list_entries_as_torch():
+    torch = pytest.importorskip("torch")
+    tnn = torch.nn
+    t = tnn.ModuleList([tnn.Linear(2, 2) for _ in range(3)] + [tnn.ReLU(), tnn.Linear(2, 2), tnn.ModuleList()])
+    e = nn.ModuleList([nn.Linear(2, 2, key=k) for k in keys(3)] + [nn.ReLU(), nn.Linear(2, 2, key=keys(1)[0]),
+                                                                   nn.ModuleList()])  # fmt: skip
+    assert repr(e) == repr(t)
+    assert "(0-2): 3 x Linear(in_features=2" in repr(e)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, key=keys(1)[0])
+    encoder = nn.TransformerEncoder(layer, 2)
+    torch_encoder = tnn.TransformerEncoder(tnn.TransformerEncoderLayer(8, 2, 16), 2, enable_nested_tensor=False)
+    # torch's attention projection is a Linear subclass of another name; everything else prints alike
+    assert repr(encoder) == repr(torch_encoder).replace("NonDynamicallyQuantizableLinear", "Linear")
+
+
 def test_names_match_torch():
     t, e = _pair()
     assert [n for n, _ in e.named_parameters()] == [n for n, _ in t.named_parameters()]
