@@ -20,14 +20,18 @@ __all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
 
 
 def _floating(op: str, *xs: ArrayLike) -> list[Array]:
-    """The arguments as ember arrays of one floating dtype (ints promote as in ``enp``); complex is refused."""
+    """The arguments as ember arrays of one floating dtype. The first (the input) must be floating, as PyTorch's
+    kernels require; the others (targets, weights) promote with it. Complex arrays are refused."""
     arrays = [enp.asarray(x) for x in xs]
+    for a in arrays:
+        if np.dtype(a.dtype).kind == "c":
+            raise DTypeError(f"{op}: complex inputs are not supported, got {a.dtype} of shape {a.shape}")
+    first = arrays[0]
+    if not enp.issubdtype(first.dtype, enp.floating):
+        raise DTypeError(f"{op}: the input must be a floating array, got {first.dtype} of shape {first.shape}; "
+                         "convert it first, e.g. x.astype(enp.float32)")  # fmt: skip
     dtype = enp.result_type(*arrays)
-    if np.dtype(dtype).kind == "c":
-        raise DTypeError(f"{op}: complex inputs are not supported, got {', '.join(str(a.dtype) for a in arrays)}")
-    if not enp.issubdtype(dtype, enp.floating):
-        dtype = enp.result_type(dtype, 1.0)
-    return [a.astype(dtype) for a in arrays]
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
 
 
 def _axis(op: str, dim: int, ndim: int) -> int:

@@ -62,21 +62,29 @@ def _same_shape(op: str, names: tuple[str, ...], *arrays: Array) -> None:
                 f"input with every target): reshape one of them to the other's shape")
 
 
+def _like(op: str, name: str, value: ArrayLike, x: Array) -> Array:
+    """A weight or variance as an array of the input's dtype."""
+    v = enp.asarray(value)
+    if np.dtype(v.dtype).kind == "c":
+        raise DTypeError(f"{op}: {name} must be real, got {v.dtype}")
+    return v.astype(x.dtype)
+
+
 def _elementwise_weight(op: str, weight: ArrayLike | None, input: Array) -> Array | None:
     """A ``weight`` that must have the input's shape exactly (mse_loss, l1_loss, huber_loss)."""
     if weight is None:
         return None
-    (w,) = _floating(op, weight)
+    w = _like(op, "weight", weight, input)
     if w.shape != input.shape:
         raise ShapeError(f"{op}: weight of shape {w.shape} must have the input's shape {input.shape}")
     return w
 
 
-def _broadcast_weight(op: str, name: str, weight: ArrayLike | None, shape: tuple[int, ...]) -> Array | None:
+def _broadcast_weight(op: str, name: str, weight: ArrayLike | None, x: Array) -> Array | None:
     """A ``weight`` / ``pos_weight`` that broadcasts to the input's shape (BCE losses)."""
     if weight is None:
         return None
-    (w,) = _floating(op, weight)
+    w, shape = _like(op, name, weight, x), x.shape
     try:
         if np.broadcast_shapes(w.shape, shape) != tuple(shape):
             raise ValueError
@@ -151,10 +159,10 @@ def _class_weight(op: str, weight: ArrayLike | None, n_classes: int, x: Array, a
     """``weight`` of shape (C,), reshaped to broadcast along the input's class axis."""
     if weight is None:
         return None
-    w = enp.asarray(weight)
+    w = _like(op, "weight", weight, x)
     if w.shape != (n_classes,):
         raise ShapeError(f"{op}: weight must have shape (C,) = ({n_classes},), one entry per class, got {w.shape}")
-    return enp.reshape(w.astype(x.dtype), (n_classes,) + (1,) * (x.ndim - axis - 1))
+    return enp.reshape(w, (n_classes,) + (1,) * (x.ndim - axis - 1))
 
 
 def _pick(x: Array, t: Array, axis: int, weight: Array | None, ignore_index: int | None) -> tuple[Array, Array]:
@@ -298,7 +306,7 @@ def binary_cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike 
     _check_reduction("binary_cross_entropy", reduction)
     x, t = _floating("binary_cross_entropy", input, target)
     _same_shape("binary_cross_entropy", ("input", "target"), x, t)
-    w = _broadcast_weight("binary_cross_entropy", "weight", weight, x.shape)
+    w = _broadcast_weight("binary_cross_entropy", "weight", weight, x)
     values = _concrete(x)
     if values is not None and ((values < 0) | (values > 1)).any():
         raise InvalidArgumentError("binary_cross_entropy: every element of the input must be a probability in [0, 1]; "
@@ -332,8 +340,8 @@ def binary_cross_entropy_with_logits(input: ArrayLike, target: ArrayLike, weight
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     x, t = _floating("binary_cross_entropy_with_logits", input, target)
     _same_shape("binary_cross_entropy_with_logits", ("input", "target"), x, t)
-    w = _broadcast_weight("binary_cross_entropy_with_logits", "weight", weight, x.shape)
-    pw = _broadcast_weight("binary_cross_entropy_with_logits", "pos_weight", pos_weight, x.shape)
+    w = _broadcast_weight("binary_cross_entropy_with_logits", "weight", weight, x)
+    pw = _broadcast_weight("binary_cross_entropy_with_logits", "pos_weight", pos_weight, x)
     log_weight = 1.0 if pw is None else (pw - 1) * t + 1
     loss = (1 - t) * x + log_weight * _softplus(-x)
     return _reduce(loss if w is None else loss * w, reduction)
@@ -482,7 +490,7 @@ def gaussian_nll_loss(input: ArrayLike, target: ArrayLike, var: ArrayLike | floa
             raise InvalidArgumentError(f"gaussian_nll_loss: var must be non-negative, got {var}")
         v = enp.full(x.shape, var, dtype=x.dtype)
     else:
-        (v,) = _floating("gaussian_nll_loss", var)
+        v = _like("gaussian_nll_loss", "var", var, x)
         values = _concrete(v)
         if values is not None and (values < 0).any():
             raise InvalidArgumentError("gaussian_nll_loss: var has negative entries; variances must be non-negative")
@@ -614,7 +622,7 @@ def multilabel_soft_margin_loss(input: ArrayLike, target: ArrayLike, weight: Arr
     _same_shape("multilabel_soft_margin_loss", ("input", "target"), x, t)
     if x.ndim == 0:
         raise ShapeError("multilabel_soft_margin_loss: the input must have a class dimension (C) or (N, C), got a 0-d input")
-    w = _broadcast_weight("multilabel_soft_margin_loss", "weight", weight, x.shape)
+    w = _broadcast_weight("multilabel_soft_margin_loss", "weight", weight, x)
     loss = t * _softplus(-x) + (1 - t) * _softplus(x)
     if w is not None:
         loss = loss * w
