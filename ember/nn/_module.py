@@ -430,7 +430,17 @@ def map_modules(fn: Callable[[Module], Module], tree: Any) -> Any:
             return x
         d = x.__dict__
         changes = {name: map_modules(fn, d[name]) for name in x._ember_dynamic}
-        changed = any(changes[name] is not d[name] for name in changes)
+        changed = any(not _same_nodes(changes[name], d[name]) for name in changes)
         return fn(rebuild(x, **changes) if changed else x)
 
     return tree_map(visit, tree, is_leaf=lambda x: isinstance(x, Module))
+
+
+def _same_nodes(new: Any, old: Any) -> bool:
+    """Whether ``new`` holds the very modules and arrays of ``old`` (tree_map rebuilds tuples and dicts even
+    when nothing in them changed; rebuilding the module then would drop its caches for nothing)."""
+    if new is old:
+        return True
+    is_module = lambda x: isinstance(x, Module)  # noqa: E731
+    new_leaves, old_leaves = tree_leaves(new, is_leaf=is_module), tree_leaves(old, is_leaf=is_module)
+    return len(new_leaves) == len(old_leaves) and all(a is b for a, b in zip(new_leaves, old_leaves))
