@@ -253,8 +253,12 @@ class Module(metaclass=_ModuleMeta):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own_init = "__init__" in cls.__dict__
-        dataclasses.dataclass(cls, init=not own_init, repr=False, eq=False)
+        # A hand-written __init__ (here or inherited) is kept: a generated one would replace it silently.
+        written = next((c.__dict__["__init__"] for c in cls.__mro__ if c not in (Module, object) and "__init__" in c.__dict__), None)
+        hand_written = written is not None and not getattr(written, "_ember_generated", False)
+        dataclasses.dataclass(cls, init=not hand_written, repr=False, eq=False)
+        if not hand_written and "__init__" in cls.__dict__:
+            cls.__init__._ember_generated = True
         cls._ember_fields = tuple(dataclasses.fields(cls))
         if "__call__" in cls.__dict__:
             cls.__call__ = _wrap_call(cls.__dict__["__call__"])
