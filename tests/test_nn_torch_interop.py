@@ -248,6 +248,22 @@ def test_to_torch_state_dict_dtypes():
     assert back.weight.dtype.name == "bfloat16"
 
 
+def test_from_torch_keeps_torch_dtypes():
+    module = T.Sequential(T.Linear(2, 2), T.BatchNorm1d(2))
+    model, state = nn.from_torch(module)
+    assert model.layers[1].weight.dtype == "float32" and state["1.running_mean"].dtype == "float32"
+    assert state["1.num_batches_tracked"].dtype == "int32"  # ember's default integer while x64 is off
+    with ember.config.x64(True):
+        model, state = nn.from_torch(module)  # float32 stays float32 (the statistics too), not the x64 default
+        assert model.layers[0].weight.dtype == "float32" and state["1.running_var"].dtype == "float32"
+        assert state["1.num_batches_tracked"].dtype == "int64"
+        model, state = nn.from_torch(module.double())
+        assert model.layers[0].weight.dtype == "float64" and state["1.running_var"].dtype == "float64"
+        x = torch.randn(4, 2, dtype=torch.float64)
+        out, _ = model(enp.asarray(to_np(x)), state)
+        np.testing.assert_allclose(out, to_np(module(x)), rtol=1e-12, atol=1e-12)
+
+
 def test_a_module_with_loss_buffers_returns_no_state():
     weight = torch.tensor([1.0, 2.0, 0.5])
     converted = nn.from_torch(T.ModuleDict({"loss": T.CrossEntropyLoss(weight=weight), "act": T.ReLU()}))

@@ -380,7 +380,10 @@ def _filled_state(state: State, buffers: dict[str, Any], held: set[str]) -> Stat
             f"{left} that ember's state lacks")
 
     def filled(name: str, value: Any) -> Any:
-        return _to_ember(buffers[name]).astype(value.dtype)
+        # torch's dtype, as for the parameters (float32 statistics stay float32 under x64); only an integer
+        # counter takes the state's integer type (int64 in torch, int32 while x64 is off)
+        new = _to_ember(buffers[name])
+        return new.astype(value.dtype) if new.dtype.kind in "iu" else new
 
     values: dict[str, Any] = {}
     for key in state.keys():
