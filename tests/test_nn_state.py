@@ -12,7 +12,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import nn, tree
-from ember.errors import InvalidArgumentError
+from ember.errors import InvalidArgumentError, ShapeError
 
 
 class RunningMean(nn.Module):
@@ -143,6 +143,16 @@ def test_state_errors():
                                                    r"\(it has \['0'\]\); pass the state that nn.make_with_state "
                                                    r"returned with this model"):
         model(x, wrong)
+
+
+def test_state_of_another_layer_with_the_same_key():
+    """A state whose entry belongs to a different layer (another width) is refused, not broadcast."""
+    small, _ = nn.make_with_state(nn.Sequential)(nn.BatchNorm1d(1))
+    _, wide_state = nn.make_with_state(nn.Sequential)(nn.BatchNorm1d(3))
+    for model in (small, small.eval()):
+        with pytest.raises(ShapeError, match=r"^model\.layers\[0\] \(BatchNorm1d\(1, .*running_mean must have shape "
+                                             r"\(1,\).*got shape \(3,\)"):
+            model(enp.ones((2, 1)), wide_state)
 
 
 def test_jit_with_state_traces_once():
