@@ -26,6 +26,10 @@ SKIPPED = {
 }
 
 
+# Modules whose examples need an optional dependency: skipped where it is not installed.
+NEEDS = {"ember.nn._torch": "torch"}
+
+
 def _modules() -> list[str]:
     names = ["ember"]
     for info in pkgutil.walk_packages(ember.__path__, "ember."):
@@ -47,6 +51,8 @@ class _Finder(doctest.DocTestFinder):
 
 @pytest.mark.parametrize("module_name", _modules())
 def test_docstring_examples(module_name):
+    if module_name in NEEDS:
+        pytest.importorskip(NEEDS[module_name])
     module = importlib.import_module(module_name)
     finder = _Finder(exclude_empty=True)
     extras = {"np": np, "ember": ember, "enp": enp, "lax": lax}
