@@ -30,12 +30,14 @@ from ember.scipy.special import erfinv
 __all__ = ["calculate_fan_in_and_fan_out", "calculate_gain", "constant", "constant_", "dirac", "dirac_", "eye", "eye_",
            "kaiming_normal", "kaiming_normal_", "kaiming_uniform", "kaiming_uniform_", "normal", "normal_", "ones",
            "ones_", "orthogonal", "orthogonal_", "sparse", "sparse_", "trunc_normal", "trunc_normal_", "uniform",
-           "uniform_", "xavier_normal", "xavier_normal_", "xavier_uniform", "xavier_uniform_", "zeros", "zeros_"]  # fmt: skip
+           "uniform_", "xavier_normal", "xavier_normal_", "xavier_uniform", "xavier_uniform_", "zeros",
+           "zeros_"]  # fmt: skip
 
 # An array whose shape and dtype are used, or a shape.
 TensorLike = Union[Array, np.ndarray, Sequence[int]]
 
-_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid")
+_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "sigmoid")  # fmt: skip
 
 
 def _spec(tensor: TensorLike, dtype: Any) -> tuple[tuple[int, ...], np.dtype]:
@@ -94,7 +96,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 
 def calculate_fan_in_and_fan_out(tensor: TensorLike) -> tuple[int, int]:
-    """``(fan_in, fan_out)`` of a weight as PyTorch counts them: ``shape[1]`` and ``shape[0]`` times the receptive field.
+    """``(fan_in, fan_out)`` as PyTorch counts them: ``shape[1]`` and ``shape[0]`` times the receptive field size.
 
     >>> from ember.nn import init
     >>> init.calculate_fan_in_and_fan_out((16, 3, 5, 5))
@@ -146,7 +148,7 @@ def normal(tensor: TensorLike, mean: float = 0.0, std: float = 1.0, *, key: Arra
 
 def trunc_normal(tensor: TensorLike, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, *,
                  key: Array, dtype: Any = None) -> Array:  # fmt: skip
-    """N(mean, std**2) truncated to ``[a, b]`` (absolute bounds, not in units of std), as ``torch.nn.init.trunc_normal_``.
+    """N(mean, std**2) truncated to ``[a, b]`` (absolute bounds, not std units), as ``torch.nn.init.trunc_normal_``.
 
     Drawn as PyTorch does, by the inverse CDF of a uniform draw, then clipped to ``[a, b]``.
 

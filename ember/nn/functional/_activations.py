@@ -17,9 +17,9 @@ from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, 
 from ember.nn.functional._common import ArrayLike
 from ember.scipy.special import erf
 
-__all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "log_softmax",
-           "logsigmoid", "mish", "one_hot", "prelu", "relu", "relu6", "selu", "sigmoid", "silu", "softmax", "softmin",
-           "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold"]  # fmt: skip
+__all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+           "log_softmax", "logsigmoid", "mish", "one_hot", "prelu", "relu", "relu6", "selu", "sigmoid", "silu",
+           "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold"]  # fmt: skip
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -127,7 +127,7 @@ def celu(input: ArrayLike, alpha: float = 1.0, inplace: bool = False) -> Array:
 
 
 def prelu(input: ArrayLike, weight: ArrayLike) -> Array:
-    """``x`` for ``x > 0``, ``weight * x`` otherwise, one slope per channel (dimension 1), as ``torch.nn.functional.prelu``.
+    """``x`` for ``x > 0``, ``weight * x`` otherwise, a slope per channel (dim 1), as ``torch.nn.functional.prelu``.
 
     Args:
         input: any shape but 0-d when ``weight`` has more than one element; the channels are dimension 1.
@@ -140,7 +140,8 @@ def prelu(input: ArrayLike, weight: ArrayLike) -> Array:
     """
     x, w = _floating("prelu", input), enp.asarray(weight)
     if w.ndim > 1:
-        raise ShapeError(f"prelu: weight must be a scalar or 1-d (one slope per channel), got shape {w.shape} ({w.dtype})")
+        raise ShapeError(
+            f"prelu: weight must be a scalar or 1-d (one slope per channel), got shape {w.shape} ({w.dtype})")
     if w.size != 1:
         channels = x.shape[1] if x.ndim >= 2 else 1
         if x.ndim == 0 or w.size != channels:
@@ -290,7 +291,9 @@ def logsigmoid(input: ArrayLike) -> Array:
     neg = x < 0
     zero = enp.zeros_like(x)
     # log(sigmoid(x)) = x - log1p(exp(x)) for x < 0, -log1p(exp(-x)) otherwise: no exp overflows in either branch
-    return enp.where(neg, x - enp.log1p(enp.exp(enp.where(neg, x, zero))), -enp.log1p(enp.exp(-enp.where(neg, zero, x))))
+    below = x - enp.log1p(enp.exp(enp.where(neg, x, zero)))
+    above = -enp.log1p(enp.exp(-enp.where(neg, zero, x)))
+    return enp.where(neg, below, above)
 
 
 def softplus(input: ArrayLike, beta: float = 1.0, threshold: float = 20.0) -> Array:
@@ -375,7 +378,8 @@ def glu(input: ArrayLike, dim: int = -1) -> Array:
     """
     x = _floating("glu", input)
     if x.ndim == 0:
-        raise ShapeError(f"glu: a 0-d input ({x.dtype}) has no dimension to halve; pass an array with at least one dimension")
+        raise ShapeError(
+            f"glu: a 0-d input ({x.dtype}) has no dimension to halve; pass an array with at least one dimension")
     if not -x.ndim <= dim < x.ndim:
         raise ShapeError(f"glu: dim={dim} is out of range for an input of shape {x.shape} ({x.dtype})")
     if x.shape[dim] % 2:
@@ -432,7 +436,7 @@ def softmax(input: ArrayLike, dim: int | None = None, _stacklevel: int = 3, dtyp
 
 
 def log_softmax(input: ArrayLike, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Array:
-    """``x - log(sum(exp(x)))`` along ``dim`` (by log-sum-exp, finite for large ``x``), as ``torch.nn.functional.log_softmax``.
+    """``x - log(sum(exp(x)))`` along ``dim``, finite for large ``x``, as ``torch.nn.functional.log_softmax``.
 
     ``dim`` and ``dtype`` as for :func:`softmax`.
 
@@ -498,7 +502,8 @@ def one_hot(tensor: ArrayLike, num_classes: int = -1) -> Array:
         low, high = 0, -1
     if num_classes == -1:
         if x.size == 0:
-            raise InvalidArgumentError("one_hot: cannot infer the number of classes from an empty array; pass num_classes=")
+            raise InvalidArgumentError(
+                "one_hot: cannot infer the number of classes from an empty array; pass num_classes=")
         num_classes = high + 1
     if low < 0:
         raise InvalidArgumentError(f"one_hot: class values must be non-negative, got {low}")
