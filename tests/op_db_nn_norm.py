@@ -97,7 +97,8 @@ def instance_norm_ref(x, running_mean=None, running_var=None, weight=None, bias=
     n = int(np.prod(x.shape[2:]))
     batch_mean = mean.reshape(x.shape[:2]).mean(0)
     batch_var = var.reshape(x.shape[:2]).mean(0) * n / (n - 1)
-    return out, (1 - momentum) * running_mean + momentum * batch_mean, (1 - momentum) * running_var + momentum * batch_var
+    return (out, (1 - momentum) * running_mean + momentum * batch_mean,
+            (1 - momentum) * running_var + momentum * batch_var)
 
 
 def local_response_norm_ref(x, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -189,7 +190,8 @@ def _lrn_samples(rng, d):
             Sample((_arr(rng, (1, 6, 2), d), 1))]  # fmt: skip
 
 
-_DROPOUT_SHAPES = {"dropout": [(3, 4), (), (0, 2)], "dropout1d": [(2, 3, 4), (3, 4)], "dropout2d": [(2, 3, 2, 2), (3, 2, 2)],
+_DROPOUT_SHAPES = {"dropout": [(3, 4), (), (0, 2)], "dropout1d": [(2, 3, 4), (3, 4)],
+                   "dropout2d": [(2, 3, 2, 2), (3, 2, 2)],
                    "dropout3d": [(1, 2, 2, 1, 2), (2, 2, 1, 2)], "alpha_dropout": [(3, 4), (5,)],
                    "feature_alpha_dropout": [(2, 3, 4), (3, 2)]}  # fmt: skip
 
@@ -298,8 +300,7 @@ def _stateful_layer_op(name: str):
 def _stateful_layer_ref(kind: str):
     def ref(x, weight=None, bias=None, running_mean=None, running_var=None, *, num_features, num_batches_tracked=0,
             training=True, momentum=0.1, eps=1e-5, affine=True, track_running_stats=True):  # fmt: skip
-        if x.ndim == (2 if kind == "InstanceNorm1d" else 3 if kind == "InstanceNorm2d" else 4 if kind == "InstanceNorm3d"
-                      else -1):  # fmt: skip
+        if kind.startswith("InstanceNorm") and x.ndim == int(kind[-2]) + 1:  # one sample without the batch dimension
             result = _stateful_layer_ref(kind)(x[None], weight, bias, running_mean, running_var,
                                                num_features=num_features, num_batches_tracked=num_batches_tracked,
                                                training=training, momentum=momentum, eps=eps, affine=affine,
@@ -450,7 +451,8 @@ register(
     *[OpInfo(f"nn.{name}", _dropout_layer_op(name), _dropout_layer_ref, FLOATING, _dropout_layer_samples(shape),
              FLOAT_ONLY, tol=_TOL)
       for name, shape in [("Dropout", (3, 4)), ("Dropout1d", (2, 3, 4)), ("Dropout2d", (2, 3, 2, 2)),
-                          ("Dropout3d", (1, 2, 2, 1, 2)), ("AlphaDropout", (3, 4)), ("FeatureAlphaDropout", (2, 3, 4))]],
+                          ("Dropout3d", (1, 2, 2, 1, 2)), ("AlphaDropout", (3, 4)),
+                          ("FeatureAlphaDropout", (2, 3, 4))]],
     OpInfo("nn.Embedding", _embedding_layer_op, _embedding_layer_ref, ALL, _embedding_layer_samples, "", tol=_TOL,
            ref_in_dtype=True, ad_samples=lambda rng, d: _embedding_layer_samples(rng, d)[:1]),
 )  # fmt: skip

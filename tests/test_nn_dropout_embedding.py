@@ -205,7 +205,8 @@ def test_embedding_errors():
         F.embedding(enp.array([0, 4]), w)
     with pytest.raises(EmberIndexError, match="index -1 is out of range"):
         F.embedding(enp.array([-1]), w)
-    with pytest.raises(DTypeError, match="embedding: the indices must be integers, got shape \\(2,\\) and dtype float32"):
+    with pytest.raises(DTypeError, match=r"embedding: the indices must be integers, got shape \(2,\) and dtype "
+                                         r"float32"):
         F.embedding(enp.array([0.0, 1.0]), w)
     with pytest.raises(ShapeError, match="embedding: weight must be 2-D"):
         F.embedding(enp.array([0]), enp.ones(4))

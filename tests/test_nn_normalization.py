@@ -344,7 +344,8 @@ def test_vmap_eval_mode_uses_running_statistics_only():
     x = rng.standard_normal((5, 3)).astype(np.float32)
     outs, states = ember.vmap(bn.eval(), in_axes=(0, None), out_axes=(0, None))(enp.asarray(x)[:, None], state)
     assert_close(outs[:, 0], tm(torch.tensor(x)), 1e-5, 1e-5)
-    assert states["running_mean"] is state["running_mean"] or np.array_equal(states["running_mean"], state["running_mean"])
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_array_equal(states[name], state[name])
 
 
 # --- errors ---------------------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, *, dtype=None) -> None:  # fmt: skip
-        self.normalized_shape, self.eps, self.elementwise_affine = _shape_tuple(normalized_shape), eps, elementwise_affine
+        self.normalized_shape = _shape_tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = enp.ones(self.normalized_shape, dtype=dtype) if elementwise_affine else None
         self.bias = enp.zeros(self.normalized_shape, dtype=dtype) if elementwise_affine and bias else None
 
@@ -89,7 +90,8 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
                  elementwise_affine: bool = True, *, dtype=None) -> None:  # fmt: skip
-        self.normalized_shape, self.eps, self.elementwise_affine = _shape_tuple(normalized_shape), eps, elementwise_affine
+        self.normalized_shape = _shape_tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = enp.ones(self.normalized_shape, dtype=dtype) if elementwise_affine else None
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
@@ -109,7 +111,8 @@ def _check_channels(x: Any, ranks: tuple[int, ...], unbatched: int | None, chann
                          f"({getattr(x, 'dtype', type(x).__name__)})")  # fmt: skip
     axis = 0 if ndim == unbatched else 1
     if x.shape[axis] != channels:
-        raise ShapeError(f"expected {channels} channels (dimension {axis}), got an input of shape {x.shape} ({x.dtype})")
+        raise ShapeError(f"expected {channels} channels (dimension {axis}), got an input of shape {x.shape} "
+                         f"({x.dtype})")  # fmt: skip
     return axis
 
 
@@ -153,7 +156,8 @@ class GroupNorm(Module):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")  # fmt: skip
 
 
 class LocalResponseNorm(Module):

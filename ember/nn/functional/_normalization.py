@@ -259,7 +259,8 @@ def batch_norm(input: ArrayLike, running_mean: ArrayLike | None, running_var: Ar
 
 def instance_norm(input: ArrayLike, running_mean: ArrayLike | None = None, running_var: ArrayLike | None = None,
                   weight: ArrayLike | None = None, bias: ArrayLike | None = None, use_input_stats: bool = True,
-                  momentum: float | ArrayLike = 0.1, eps: float = 1e-5) -> Array | tuple[Array, Array, Array]:  # fmt: skip
+                  momentum: float | ArrayLike = 0.1,
+                  eps: float = 1e-5) -> Array | tuple[Array, Array, Array]:  # fmt: skip
     """Normalise each channel of each sample over its spatial dimensions, as ``torch.nn.functional.instance_norm``.
 
     Pure like ``batch_norm``: with ``use_input_stats=True`` and running statistics it returns ``(out,
