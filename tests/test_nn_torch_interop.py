@@ -64,6 +64,7 @@ LAYERS = [
     lambda: (T.LocalResponseNorm(2), r(1, 4, 3, 3)),
     lambda: (T.BatchNorm1d(3, momentum=0.3).eval(), r(4, 3)),
     lambda: (T.BatchNorm2d(3, affine=False), r(4, 3, 2, 2)),
+    lambda: (T.BatchNorm1d(3, momentum=None), r(4, 3, 5)),  # a cumulative average, in training mode
     lambda: (T.BatchNorm3d(2, track_running_stats=False), r(2, 2, 2, 2, 2)),
     lambda: (T.Dropout(0.3).eval(), r(3, 4)),
     lambda: (T.MultiheadAttention(8, 2, batch_first=True, kdim=5, vdim=6).eval(), (r(2, 3, 8), r(2, 4, 5), r(2, 4, 6))),
