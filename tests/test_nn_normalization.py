@@ -172,6 +172,17 @@ def test_without_running_statistics(name, shape):
     assert same is other
 
 
+def test_empty_batch_passes_through_as_in_torch():
+    tm = torch.nn.BatchNorm1d(3)
+    layer, state = nn.make_with_state(nn.BatchNorm1d)(3)
+    layer, state = copy_weights(layer, tm, state)
+    out, state = layer(enp.ones((0, 3)), state)
+    tout = tm(torch.ones(0, 3))
+    assert out.shape == tuple(tout.shape) == (0, 3)
+    for n, b in tm.named_buffers():
+        assert_close(state[n], b, 0, 0, n)
+
+
 def test_initial_state_and_parameters():
     bn, state = nn.make_with_state(nn.BatchNorm2d)(3)
     assert bn.weight.tolist() == [1.0] * 3 and bn.bias.tolist() == [0.0] * 3
@@ -377,6 +388,8 @@ def test_errors_name_the_layer_and_the_shapes():
         F.batch_norm(enp.ones((2, 3)), None, None)
     with pytest.raises(ShapeError, match=r"batch_norm: running_mean must have shape \(3,\)"):
         F.batch_norm(enp.ones((2, 3)), enp.zeros(4), enp.ones(4))
+    with pytest.raises(ShapeError, match="instance_norm: expected more than 1 spatial element"):
+        nn.InstanceNorm1d(3)(enp.ones((2, 3, 1)))
     with pytest.raises(ShapeError, match="expected 3 channels"):
         nn.InstanceNorm1d(3, affine=True)(enp.ones((2, 4, 5)))
     nn.InstanceNorm1d(3)(enp.ones((2, 4, 5)))  # PyTorch only warns: no parameter uses the channel count

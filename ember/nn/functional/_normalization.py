@@ -300,10 +300,10 @@ def instance_norm(input: ArrayLike, running_mean: ArrayLike | None = None, runni
         mean = enp.mean(xc, axis=axes, keepdims=True)
         centred = xc - mean
         var = enp.mean(centred * centred, axis=axes, keepdims=True)
+        if count == 1:
+            raise ShapeError(f"instance_norm: expected more than 1 spatial element per channel when using the input's "
+                             f"statistics, got an input of shape {x.shape} ({x.dtype})")  # fmt: skip
         if running_mean is not None:
-            if count <= 1:
-                raise ShapeError(f"instance_norm: expected more than 1 spatial element per channel when updating "
-                                 f"running statistics, got an input of shape {x.shape} ({x.dtype})")  # fmt: skip
             batch_mean = enp.mean(mean.reshape(mean.shape[:2]), axis=0)
             batch_var = enp.mean(var.reshape(var.shape[:2]), axis=0) * (count / (count - 1))
             new_mean = (1 - momentum) * running_mean + momentum * batch_mean.astype(running_mean.dtype)
