@@ -22,8 +22,8 @@ FLOAT_ONLY = "attention is defined for floating inputs only (as in PyTorch)"
 _TOL = {F16: (5e-3, 5e-3), BF16: (3e-2, 3e-2), F32: (2e-5, 2e-5)}
 # Layers in half precision round every projection and normalisation: a few units in the last place, added up.
 _LAYER_TOL = {F16: (2e-2, 2e-2), BF16: (1e-1, 1e-1), F32: (5e-5, 5e-5)}
-_AD_HALF = {F16: "half-precision layers round each step; the float32/float64 cells check the same derivatives",
-            BF16: "half-precision layers round each step; the float32/float64 cells check the same derivatives"}  # fmt: skip
+_HALF_AD = "half-precision layers round each step; the float32/float64 cells check the same derivatives"
+_AD_HALF = {F16: _HALF_AD, BF16: _HALF_AD}
 
 # --- references ------------------------------------------------------------------------------------
 
@@ -36,7 +36,7 @@ def _softmax(s: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray, scale: float) -> tuple:
     """One head: q (L, E), k (S, E), v (S, Ev), bias (L, S) added to the scores; output (L, Ev) and weights (L, S)."""
     w = np.stack([_softmax(row) for row in (q @ k.T * scale + bias)]) if len(q) else np.zeros((0, len(k)))
     return w @ v, w
@@ -133,6 +133,11 @@ def _layer_norm(x, w, b, eps=1e-5):
 _ACTS = {"relu": lambda x: np.maximum(x, 0), "gelu": lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2)))}
 
 
+def _ff(x, p, act):
+    hidden = act(x @ p["linear1.weight"].T + p.get("linear1.bias", 0.0))
+    return hidden @ p["linear2.weight"].T + p.get("linear2.bias", 0.0)
+
+
 def _sub(p, prefix):
     return {name[len(prefix) + 1 :]: v for name, v in p.items() if name.startswith(prefix + ".")}
 
@@ -145,11 +150,11 @@ def _encoder_layer_ref(x, p, nhead, cfg, src_mask=None, src_key_padding_mask=Non
         return _layer_norm(x, p[f"{name}.weight"], p.get(f"{name}.bias"), eps)
 
     def sa(x):
-        return _mha_ref(x, x, x, _sub(p, "self_attn"), nhead, src_key_padding_mask, False, src_mask, is_causal=is_causal,
-                        batch_first=bf)  # fmt: skip
+        return _mha_ref(x, x, x, _sub(p, "self_attn"), nhead, src_key_padding_mask, False, src_mask,
+                        is_causal=is_causal, batch_first=bf)
 
     def ff(x):
-        return act(x @ p["linear1.weight"].T + p.get("linear1.bias", 0.0)) @ p["linear2.weight"].T + p.get("linear2.bias", 0.0)
+        return _ff(x, p, act)
 
     if cfg.get("norm_first", False):
         x = x + sa(norm(x, "norm1"))
@@ -171,11 +176,11 @@ def _decoder_layer_ref(x, memory, p, nhead, cfg, tgt_mask=None, memory_mask=None
                         is_causal=tgt_is_causal, batch_first=bf)  # fmt: skip
 
     def mha(x):
-        return _mha_ref(x, memory, memory, _sub(p, "multihead_attn"), nhead, memory_key_padding_mask, False, memory_mask,
-                        is_causal=memory_is_causal, batch_first=bf)  # fmt: skip
+        return _mha_ref(x, memory, memory, _sub(p, "multihead_attn"), nhead, memory_key_padding_mask, False,
+                        memory_mask, is_causal=memory_is_causal, batch_first=bf)
 
     def ff(x):
-        return act(x @ p["linear1.weight"].T + p.get("linear1.bias", 0.0)) @ p["linear2.weight"].T + p.get("linear2.bias", 0.0)
+        return _ff(x, p, act)
 
     if cfg.get("norm_first", False):
         x = x + sa(norm(x, "norm1"))
@@ -271,7 +276,8 @@ def _mha_functional_op(q, k, v, in_w, in_b, out_w, out_b, *extra, num_heads, bia
     """F.multi_head_attention_forward with packed projections; ``extra`` holds bias_k and bias_v."""
     bias_k, bias_v = extra if bias_kv else (None, None)
     return _outputs(F.multi_head_attention_forward(q, k, v, q.shape[-1], num_heads, in_w, in_b, bias_k, bias_v,
-                                                   kw.pop("add_zero_attn", False), 0.0, out_w, out_b, **kw))  # fmt: skip
+                                                   kw.pop("add_zero_attn", False), 0.0, out_w, out_b,
+                                                   **kw))  # fmt: skip
 
 
 def _mha_functional_ref(q, k, v, in_w, in_b, out_w, out_b, *extra, num_heads, bias_kv=False, **kw):
@@ -379,7 +385,8 @@ _ENC_CASES = [((), {}), ((("norm_first", True),), {"src_mask": "causal", "is_cau
               ((("norm_first", True),), {"unbatched": True})]  # fmt: skip
 _DEC_CASES = [((), {}), ((("norm_first", True),), {"tgt_mask": "causal", "tgt_is_causal": True,
                                                     "memory_key_padding_mask": "mkpm"}),
-              ((("activation", "gelu"), ("batch_first", True)), {"tgt_key_padding_mask": "kpm", "memory_mask": "mfloat"}),
+              ((("activation", "gelu"), ("batch_first", True)),
+               {"tgt_key_padding_mask": "kpm", "memory_mask": "mfloat"}),
               ((("norm_first", True),), {"unbatched": True})]  # fmt: skip
 
 
@@ -409,7 +416,8 @@ def _transformer_samples(name, cases, decoder, stack=None):
                 call["mask"] = call.pop("src_mask")
             inputs = (_x(rng, shape(L), d), _x(rng, shape(S), d)) if decoder else (_x(rng, shape(L), d),)
             args = (D, H)
-            out.append(Sample((*inputs, *_params(rng, name, args, kwargs, d)), {"args": args, "kwargs": kwargs, **call}))
+            params = _params(rng, name, args, kwargs, d)
+            out.append(Sample((*inputs, *params), {"args": args, "kwargs": kwargs, **call}))
         return out
 
     return make

@@ -131,7 +131,8 @@ class MultiheadAttention(Module):
 
     def __call__(self, query: ArrayLike, key: ArrayLike, value: ArrayLike, key_padding_mask: ArrayLike | None = None,
                  need_weights: bool = True, attn_mask: ArrayLike | None = None, average_attn_weights: bool = True,
-                 is_causal: bool = False, *, dropout_key: Array | None = None) -> tuple[Array, Array | None]:  # fmt: skip
+                 is_causal: bool = False, *,
+                 dropout_key: Array | None = None) -> tuple[Array, Array | None]:  # fmt: skip
         query, key, value = enp.asarray(query), enp.asarray(key), enp.asarray(value)
         self._check(query, key, value)
         if self.training and self.dropout > 0 and dropout_key is None:

@@ -226,8 +226,9 @@ class TransformerDecoderLayer(Module):
             return _drop(self.dropout1, out, k1)
 
         def mha_block(x):
-            out = self.multihead_attn(x, memory, memory, attn_mask=memory_mask, key_padding_mask=memory_key_padding_mask,
-                                      need_weights=False, is_causal=memory_is_causal, dropout_key=k_cross)[0]  # fmt: skip
+            out = self.multihead_attn(x, memory, memory, attn_mask=memory_mask,
+                                      key_padding_mask=memory_key_padding_mask, need_weights=False,
+                                      is_causal=memory_is_causal, dropout_key=k_cross)[0]  # fmt: skip
             return _drop(self.dropout2, out, k2)
 
         def ff_block(x):

@@ -39,7 +39,8 @@ def _check_dropout(fn: str, p: float, dropout_key: Array | None) -> None:
         raise InvalidArgumentError(f"{fn}: dropout probability must be between 0 and 1, got {p}")
     if p > 0.0 and dropout_key is None:
         raise InvalidArgumentError(
-            f"{fn}: dropout of the attention weights (p={p}) needs a random key: pass dropout_key=ember.random.key(...) "
+            f"{fn}: dropout of the attention weights (p={p}) needs a random key: pass "
+            f"dropout_key=ember.random.key(...) "
             f"(the keyword is dropout_key because `key` is the keys tensor), or use p=0.0 / eval mode for "
             f"deterministic results")
 
