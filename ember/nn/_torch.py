@@ -65,7 +65,7 @@ def _to_ember(tensor: Any) -> Any:
 
 
 class _Context:
-    """What the conversion of one tree shares: torch, and the torch name of each stateful ember layer."""
+    """What the conversion of one tree shares (the torch package, imported once)."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
@@ -163,7 +163,7 @@ def _build(cls: type, kwargs: dict[str, Any], module: Any, path: str, ctx: _Cont
     """``cls(**kwargs)`` with the torch module's arrays in place of its initial ones, and its training flag."""
     import ember
     import ember.numpy as enp
-    from ember.core.pytree import tree_map
+    from ember.core.pytree import tree_leaves, tree_map
     from ember.nn._tree import replace_named
 
     arrays = {name: t for name, t in module.named_parameters()}
@@ -175,7 +175,8 @@ def _build(cls: type, kwargs: dict[str, Any], module: Any, path: str, ctx: _Cont
         try:
             shapes = ember.eval_shape(lambda key: cls(**kwargs, key=key), ember.random.key(0))  # key abstract too
             candidate = tree_map(lambda s: enp.zeros(s.shape, s.dtype), shapes)
-            if {n for n, _ in candidate.named_parameters()} <= arrays.keys():
+            named = [n for n, _ in candidate.named_parameters()]
+            if set(named) <= arrays.keys() and len(named) == len(tree_leaves(candidate)):
                 layer = candidate
         except Exception:  # noqa: BLE001 - a layer whose __init__ needs concrete values: build it eagerly
             layer = None
