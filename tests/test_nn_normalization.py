@@ -346,6 +346,18 @@ def test_vmap_without_running_statistics_is_a_loop():
         assert_close(outs[e], tm(torch.tensor(x[e])), 1e-5, 1e-5)
 
 
+def test_vmap_shared_statistics_without_running_statistics():
+    """axis_name with track_running_stats=False: no state, the whole batch's statistics; outside a vmap of that
+    name the axis is unbound, and the error says so."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    tm = _randomize(torch.nn.BatchNorm1d(3, track_running_stats=False))
+    bn = copy_weights(nn.BatchNorm1d(3, track_running_stats=False, axis_name="b"), tm)
+    assert_close(ember.vmap(bn, axis_name="b")(enp.asarray(x)), tm(torch.tensor(x)), 1e-4, 1e-5)
+    with pytest.raises(ember.errors.UnboundAxisNameError, match="unbound axis name 'b'"):
+        bn(enp.asarray(x))
+
+
 def test_vmap_eval_mode_uses_running_statistics_only():
     rng = np.random.default_rng(11)
     tm, bn, state = _fresh({})
