@@ -190,6 +190,26 @@ def interpolate_ref(x, size=None, scale_factor=None, mode="nearest", align_corne
     return out
 
 
+def max_unpool_ref(n):
+    def ref(x, indices, kernel_size, stride=None, padding=0, output_size=None):
+        x, unbatched = _batch(x, n)
+        indices = np.asarray(indices)[None] if unbatched else np.asarray(indices)
+        k = _tup(kernel_size, n)
+        s = k if stride is None else _tup(stride, n)
+        p = _tup(padding, n)
+        sizes = [(x.shape[2 + i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(n)]
+        if output_size is not None:
+            sizes = list(output_size)[-n:]
+        out = np.zeros((*x.shape[:2], math.prod(sizes)), dtype=x.dtype)
+        for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+            for pos in itertools.product(*(range(m) for m in x.shape[2:])):
+                out[b, c, indices[(b, c, *pos)]] = x[(b, c, *pos)]
+        out = out.reshape(*x.shape[:2], *sizes)
+        return out[0] if unbatched else out
+
+    return ref
+
+
 def pixel_shuffle_ref(x, upscale_factor):
     r = upscale_factor
     *batch, c, h, w = x.shape
@@ -427,3 +447,45 @@ register(
     OpInfo("nn.PixelUnshuffle", _layer_op(nn.PixelUnshuffle), pixel_unshuffle_ref, ALL, _arg_samples(UNSHUFFLE_CASES),
            ref_in_dtype=True),
 )  # fmt: skip
+
+
+# --- max unpooling -----------------------------------------------------------------------------------------
+
+# (pooled input shape, kernel_size, stride, padding, output_size): windows that do not overlap, so every
+# index is distinct (PyTorch leaves repeated indices' order unspecified).
+UNPOOL_CASES = {
+    1: [((2, 3, 9), 2, None, 0, None), ((3, 9), 3, 3, 1, [9]), ((0, 2, 6), 2, None, 0, None)],
+    2: [((2, 3, 7, 6), 2, None, 0, (7, 6)), ((3, 8, 6), (3, 2), (3, 2), (1, 0), (8, 6))],
+    3: [((1, 2, 5, 6, 4), 2, None, 0, (1, 2, 5, 6, 4)), ((2, 4, 4, 3), (2, 2, 1), None, 0, None)],
+}
+
+
+def _unpool_samples(n, values):
+    def make(rng, dtype):
+        out = []
+        for shape, k, s, p, size in UNPOOL_CASES[n]:
+            # Where a max pool of `shape` puts its maxima: the indices max_unpool gets in practice.
+            _, indices = max_pool_ref(n)(spread(rng, shape, np.float64), k, s, p, 1, False, True)
+            x = values(rng, indices.shape, dtype)
+            out.append(Sample((x, indices.astype(np.int32), k), {"stride": s, "padding": p, "output_size": size}))
+        return out
+
+    return make
+
+
+def _unpool_layer_op(cls):
+    def op(x, indices, *args, output_size=None, **kwargs):
+        layer = _layer(cls, args, tuple(sorted(kwargs.items())))
+        return nn.functional_call(layer, {}, x, indices, output_size)
+
+    op.__name__ = cls.__name__
+    return op
+
+
+for _n in (1, 2, 3):
+    register(
+        OpInfo(f"nn.functional.max_unpool{_n}d", getattr(F, f"max_unpool{_n}d"), max_unpool_ref(_n), ALL,
+               _unpool_samples(_n, make_array), ref_in_dtype=True),
+        OpInfo(f"nn.MaxUnpool{_n}d", _unpool_layer_op(getattr(nn, f"MaxUnpool{_n}d")), max_unpool_ref(_n), ALL,
+               _unpool_samples(_n, make_array), ref_in_dtype=True),
+    )  # fmt: skip

@@ -74,6 +74,44 @@ def test_max_pool_ties_go_to_the_first_maximum_as_torch():
         _check("adaptive_max_pool2d", x2, (4, 5), return_indices=True)
 
 
+def test_max_pool_nan_and_infinite_windows_as_torch():
+    x = np.array([[[1, np.nan, 2, np.nan, 3, -np.inf, -np.inf, -np.inf, 5]]], np.float32)
+    for args in [(3,), (3, 1, 1), (2, 2, 1, 2)]:
+        want = TF.max_pool1d(torch.tensor(x), *args, return_indices=True)
+        got = F.max_pool1d(enp.asarray(x), *args, return_indices=True)
+        np.testing.assert_array_equal(np.asarray(got[0]), want[0].numpy())
+        np.testing.assert_array_equal(np.asarray(got[1]), want[1].numpy())
+
+
+UNPOOL = {1: [((2, 3, 9), 2, None, 0, None), ((3, 9), 3, 3, 1, [9]), ((2, 2, 10), 3, 2, 1, [10])],
+          2: [((2, 3, 7, 6), 2, None, 0, (7, 6)), ((3, 8, 6), (3, 2), (3, 2), (1, 0), (8, 6))],
+          3: [((1, 2, 5, 6, 4), 2, None, 0, (1, 2, 5, 6, 4)), ((2, 4, 4, 3), (2, 2, 1), None, 0, None)]}  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_matches_torch(n):
+    rng = np.random.default_rng(n)
+    for shape, k, s, p, size in UNPOOL[n]:
+        pooled, indices = getattr(TF, f"max_pool{n}d")(torch.tensor(_distinct(rng, shape)), k, s, p, return_indices=True)
+        _check_unpool(n, pooled.numpy(), indices, k, s, p, size)
+        layer, theirs = getattr(nn, f"MaxUnpool{n}d")(k, s, p), getattr(torch.nn, f"MaxUnpool{n}d")(k, s, p)
+        assert repr(layer) == repr(theirs)
+        np.testing.assert_array_equal(np.asarray(layer(enp.asarray(pooled.numpy()), enp.asarray(indices.numpy()), size)),
+                                      theirs(pooled, indices, size).numpy())  # fmt: skip
+
+
+def _check_unpool(n, pooled, indices, k, s, p, size):
+    t = torch.tensor(pooled, requires_grad=True)
+    want = getattr(TF, f"max_unpool{n}d")(t, indices, k, s, p, size)
+    index = enp.asarray(indices.numpy())
+    got = getattr(F, f"max_unpool{n}d")(enp.asarray(pooled), index, k, s, p, size)
+    np.testing.assert_array_equal(np.asarray(got), want.detach().numpy())
+    ct = np.random.default_rng(0).standard_normal(tuple(want.shape)).astype(np.float32)
+    want.backward(torch.tensor(ct))
+    grad = ember.grad(lambda v: enp.sum(getattr(F, f"max_unpool{n}d")(v, index, k, s, p, size) * ct))(enp.asarray(pooled))
+    np.testing.assert_allclose(np.asarray(grad), t.grad.numpy())
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 @pytest.mark.parametrize("ceil_mode", [False, True])
 @pytest.mark.parametrize("count_include_pad", [False, True])
@@ -287,5 +325,11 @@ def test_bad_arguments():
         F.interpolate(enp.ones((1, 1, 4), dtype=int), size=3, mode="linear")
     with pytest.raises(ShapeError, match=r"pixel_shuffle: expected an input of shape \(\*, C \* 2\*\*2, H, W\)"):
         F.pixel_shuffle(enp.ones((1, 3, 2, 2)), 2)
+    with pytest.raises(ShapeError, match=r"max_unpool2d: invalid output_size \(9, 4\) \(dimension 0 must be between 2 and 6"):
+        F.max_unpool2d(enp.ones((1, 2, 2)), enp.zeros((1, 2, 2), dtype=int), 2, output_size=(9, 4))
+    with pytest.raises(ShapeError, match="max_unpool1d: expected .* and indices of its shape"):
+        F.max_unpool1d(enp.ones((1, 2, 2)), enp.zeros((1, 2), dtype=int), 2)
+    with pytest.raises(DTypeError, match="max_unpool1d: indices must be integers"):
+        F.max_unpool1d(enp.ones((1, 2)), enp.zeros((1, 2)), 2)
     with pytest.raises(ShapeError, match=r"pixel_unshuffle: expected an input of shape \(\*, C, H \* 2, W \* 2\)"):
         F.pixel_unshuffle(enp.ones((1, 3, 3, 2)), 2)

@@ -1,5 +1,6 @@
-"""Pooling and resampling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``LPPool1d/2d/3d``, the adaptive pools,
-``Upsample`` and the pixel shuffles, with PyTorch's arguments and ``extra_repr``.
+"""Pooling and resampling layers: ``MaxPool1d/2d/3d`` and ``MaxUnpool1d/2d/3d``, ``AvgPool1d/2d/3d``,
+``LPPool1d/2d/3d``, the adaptive pools, ``Upsample`` and the pixel shuffles, with PyTorch's arguments and
+``extra_repr``.
 
 They hold no arrays; each calls its function in ``ember.nn.functional``, which checks the input. Each
 subclass names its base's ``__init__`` (``__init__ = _MaxPoolNd.__init__``): ``Module`` gives a class
@@ -17,8 +18,8 @@ from ember.nn.functional import _pooling as fp
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool1d",
-    "MaxPool2d", "MaxPool3d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
-    "UpsamplingNearest2d",
+    "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "PixelShuffle", "PixelUnshuffle",
+    "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
 ]  # fmt: skip
 
 IntOrTuple = int | Sequence[int]
@@ -92,6 +93,71 @@ class MaxPool3d(_MaxPoolNd):
 
     __init__ = _MaxPoolNd.__init__
     _fn = staticmethod(fp.max_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0) -> None:
+        name, n = type(self).__name__, self._n
+        self.kernel_size = fp._tuple(name, "kernel_size", kernel_size, n)
+        self.stride = fp._tuple(name, "stride", stride if stride is not None else kernel_size, n)
+        self.padding = fp._tuple(name, "padding", padding, n)
+
+    def __call__(self, input: Array, indices: Array, output_size: Sequence[int] | None = None, *,
+                 key: Array | None = None) -> Array:  # fmt: skip
+        return self._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool1d`` given its indices, as ``torch.nn.MaxUnpool1d`` (``layer(x, indices, output_size)``).
+
+    >>> import ember.numpy as enp
+    >>> from ember import nn
+    >>> out, idx = nn.MaxPool1d(2, return_indices=True)(enp.array([[1.0, 3.0, 2.0, 0.0]]))
+    >>> layer = nn.MaxUnpool1d(2)
+    >>> layer, layer(out, idx).tolist()
+    (MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,)), [[0.0, 3.0, 2.0, 0.0]])
+    """
+
+    __init__ = _MaxUnpoolNd.__init__
+    _n = 1
+    _fn = staticmethod(fp.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool2d`` given its indices, as ``torch.nn.MaxUnpool2d``.
+
+    >>> import ember.numpy as enp
+    >>> from ember import nn
+    >>> out, idx = nn.MaxPool2d(2, return_indices=True)(enp.ones((1, 2, 5, 5)))
+    >>> nn.MaxUnpool2d(2)(out, idx, output_size=(5, 5)).shape
+    (1, 2, 5, 5)
+    """
+
+    __init__ = _MaxUnpoolNd.__init__
+    _n = 2
+    _fn = staticmethod(fp.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool3d`` given its indices, as ``torch.nn.MaxUnpool3d``.
+
+    >>> import ember.numpy as enp
+    >>> from ember import nn
+    >>> out, idx = nn.MaxPool3d(2, return_indices=True)(enp.ones((1, 4, 4, 4)))
+    >>> nn.MaxUnpool3d(2)(out, idx).shape
+    (1, 4, 4, 4)
+    """
+
+    __init__ = _MaxUnpoolNd.__init__
+    _n = 3
+    _fn = staticmethod(fp.max_unpool3d)
 
 
 class AvgPool1d(Module):

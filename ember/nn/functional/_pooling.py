@@ -10,6 +10,7 @@ NumPy and enter the computation as constants.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -19,6 +20,7 @@ import numpy as np
 
 import ember.numpy as enp
 from ember import lax
+from ember.transforms.custom import custom_jvp
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.nn.functional._common import ArrayLike
@@ -26,7 +28,8 @@ from ember.nn.functional._common import ArrayLike
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "interpolate", "lp_pool1d", "lp_pool2d",
-    "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "pixel_shuffle", "pixel_unshuffle", "upsample",
+    "lp_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "pixel_shuffle", "pixel_unshuffle", "upsample",
 ]  # fmt: skip
 
 IntOrTuple = int | Sequence[int]
@@ -195,6 +198,107 @@ def max_pool3d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
     (2, 1, 3, 3, 3)
     """
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _max_unpool(op: str, n: int, input, indices, kernel_size, stride, padding, output_size):
+    x = enp.asarray(input)
+    index = enp.asarray(indices)
+    if x.ndim not in (n + 1, n + 2) or index.shape != x.shape:
+        raise ShapeError(
+            f"{op}: expected a {n + 1}-D (C, {_SPATIAL[n]}) or {n + 2}-D (N, C, {_SPATIAL[n]}) input and indices of "
+            f"its shape (max_pool{n}d's with return_indices=True), got {x.shape} ({x.dtype}) and {index.shape} "
+            f"({index.dtype})")
+    if not enp.issubdtype(index.dtype, enp.integer):
+        raise DTypeError(f"{op}: indices must be integers (max_pool{n}d's return_indices), got {index.dtype}")
+    unbatched = x.ndim == n + 1
+    if unbatched:
+        x, index = x[None], index[None]
+    k = _tuple(op, "kernel_size", kernel_size, n)
+    s = k if stride is None else _tuple(op, "stride", stride, n)
+    p = _tuple(op, "padding", padding, n)
+    default = [(x.shape[2 + i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(n)]
+    if output_size is None:
+        out = default
+    else:
+        out = list(output_size)[-n:] if len(output_size) == n + 2 else list(output_size)
+        if len(out) != n:
+            raise InvalidArgumentError(f"{op}: output_size={output_size!r} must have {n} or {n + 2} entries")
+        for i in range(n):
+            if not default[i] - s[i] < out[i] < default[i] + s[i]:
+                raise ShapeError(f"{op}: invalid output_size {tuple(output_size)} (dimension {i} must be between "
+                                 f"{default[i] - s[i]} and {default[i] + s[i]}, exclusive)")  # fmt: skip
+    batch, channels = x.shape[:2]
+    size = math.prod(x.shape[2:])
+    if x.size == 0:  # nothing to place (and ember's gather cannot yet transpose an empty scatter-add)
+        y = enp.zeros((batch, channels, math.prod(out)), dtype=x.dtype)
+    else:
+        y = _unpool(x.reshape(batch, channels, size), index.reshape(batch, channels, size), math.prod(out))
+    return _unbatch(y.reshape(batch, channels, *out), unbatched)
+
+
+def _place(x: Array, index: Array, size: int, how: str) -> Array:
+    """(B, C, M) values written ('set') or added ('add') at (B, C, M) positions of a (B, C, size) array of zeros."""
+    batch, channels = x.shape[:2]
+    rows = np.arange(batch)[:, None, None], np.arange(channels)[None, :, None]
+    target = enp.zeros((batch, channels, size), dtype=x.dtype).at[(*rows, index)]
+    return target.set(x) if how == "set" else target.add(x)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(2,))
+def _unpool(x: Array, index: Array, size: int) -> Array:
+    return _place(x, index, size, "set")
+
+
+@_unpool.defjvp
+def _unpool_jvp(size, primals, tangents):
+    # PyTorch's gradient is a gather (every input gets the cotangent at its index, repeated indices too):
+    # the transpose of adding the tangents at the indices.
+    (x, index), (t, _) = primals, tangents
+    return _unpool(x, index, size), _place(t, index, size, "add")
+
+
+def max_unpool1d(input: ArrayLike, indices: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, output_size: Sequence[int] | None = None) -> Array:  # fmt: skip
+    """The inverse of ``max_pool1d``: each value at its index, zeros elsewhere, as ``torch.nn.functional.max_unpool1d``.
+
+    Args:
+        input, indices: ``max_pool1d``'s outputs with ``return_indices=True``.
+        kernel_size, stride, padding: the pool's; output_size: the length to restore (default
+            ``(L - 1) * stride + kernel_size - 2 * padding``), for pools that dropped a tail.
+
+    >>> import ember.numpy as enp
+    >>> from ember.nn import functional as F
+    >>> out, idx = F.max_pool1d(enp.array([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2, return_indices=True)
+    >>> F.max_unpool1d(out, idx, 2, output_size=[5]).tolist()
+    [[0.0, 3.0, 2.0, 0.0, 0.0]]
+    """
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input: ArrayLike, indices: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, output_size: Sequence[int] | None = None) -> Array:  # fmt: skip
+    """The inverse of ``max_pool2d``, as ``torch.nn.functional.max_unpool2d`` (args as ``max_unpool1d``).
+
+    >>> import ember.numpy as enp
+    >>> from ember.nn import functional as F
+    >>> out, idx = F.max_pool2d(enp.arange(16.0).reshape(1, 4, 4), 2, return_indices=True)
+    >>> F.max_unpool2d(out, idx, 2)[0, 1].tolist()
+    [0.0, 5.0, 0.0, 7.0]
+    """
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input: ArrayLike, indices: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,
+                 padding: IntOrTuple = 0, output_size: Sequence[int] | None = None) -> Array:  # fmt: skip
+    """The inverse of ``max_pool3d``, as ``torch.nn.functional.max_unpool3d`` (args as ``max_unpool1d``).
+
+    >>> import ember.numpy as enp
+    >>> from ember.nn import functional as F
+    >>> out, idx = F.max_pool3d(enp.ones((1, 1, 4, 4, 4)), 2, return_indices=True)
+    >>> F.max_unpool3d(out, idx, 2).shape
+    (1, 1, 4, 4, 4)
+    """
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
 
 
 # --- average pooling ---------------------------------------------------------------------------------
