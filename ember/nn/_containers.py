@@ -26,7 +26,10 @@ def takes_key(layer: Any) -> bool:
             params = inspect.signature(layer).parameters
         except (TypeError, ValueError):
             params = {}
-        found = _TAKES_KEY[cls] = "key" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        # Only a keyword-only `key` is a random key: MultiheadAttention's positional `key` is the keys tensor.
+        key = params.get("key")
+        found = _TAKES_KEY[cls] = (key is not None and key.kind is key.KEYWORD_ONLY) or any(
+            p.kind is p.VAR_KEYWORD for p in params.values())
     return found
 
 
