@@ -1,7 +1,11 @@
 """op_db entries for ember.nn's losses and distances: every loss and distance in ``nn.functional`` and every
 loss / distance module, against NumPy references written from PyTorch's definitions (the modules through a
 pure wrapper). Integer class targets are operands that are never differentiated (the autodiff columns take
-only floating arrays); the vmap column batches them too (permuting their values keeps them in range)."""
+only floating arrays); the vmap column batches them too (permuting their values keeps them in range).
+
+The samples of 0-d operands use reduction='none': that result is elementwise and weak exactly when every
+operand is (JAX's rule, which the weak-type column checks); 'mean' and 'sum' reduce with enp.mean / enp.sum,
+whose results are strong as jax.numpy's reductions are."""
 
 from __future__ import annotations
 
@@ -264,7 +268,7 @@ def _pair_samples(low=-3.0, high=3.0, t_low=-3.0, t_high=3.0, options=({},), sha
         out = []
         for k, shape in enumerate(shapes):
             kwargs = dict(options[k % len(options)])
-            kwargs.setdefault("reduction", ("mean", "none", "sum")[k % 3])
+            kwargs.setdefault("reduction", ("none", "mean", "sum")[k % 3])
             out.append(Sample((_x(rng, shape, d, low, high), _x(rng, shape, d, t_low, t_high)), kwargs))
         return out
 
@@ -318,25 +322,28 @@ def _gaussian_samples(rng, d):
             Sample((x, t, 0.5)), Sample((x, t, np.full((1, 4), 1e-9, d)), dict(eps=1e-3))]  # fmt: skip
 
 
-def _sign_samples(rng, d, margin_key=None):
+def _sign_samples(rng, d, margin_key=None, labels=False):
+    """labels: integer labels, for the losses that compare them with 1 and -1 (a float label moved by a finite
+    difference would switch branches)."""
     out = []
     for k, shape in enumerate([(), (5,), (2, 3), (0,)]):
-        kwargs = dict(reduction=("mean", "none", "sum", "sum")[k])
+        kwargs = dict(reduction=("none", "mean", "sum", "sum")[k])
         if margin_key and k == 1:
             kwargs[margin_key] = 0.5
-        out.append(Sample((_x(rng, shape, d), _signs(rng, shape, d)), kwargs))
+        out.append(Sample((_x(rng, shape, d), _signs(rng, shape, default_int(d) if labels else d)), kwargs))
     return out
 
 
 def _ranking_samples(rng, d):
     return [Sample((_x(rng, s, d), _x(rng, s, d), _signs(rng, s, d)), kw)
-            for s, kw in [((4,), {}), ((2, 3), dict(margin=0.5, reduction="none")), ((), dict(reduction="sum"))]]
+            for s, kw in [((4,), {}), ((2, 3), dict(margin=0.5, reduction="none")), ((), dict(reduction="none"))]]
 
 
 def _cos_emb_samples(rng, d):
-    return [Sample((_x(rng, (4, 5), d), _x(rng, (4, 5), d), _signs(rng, (4,), d))),
-            Sample((_x(rng, (5,), d), _x(rng, (5,), d), _signs(rng, (), d)), dict(margin=0.2, reduction="none")),
-            Sample((_x(rng, (3, 5), d), _x(rng, (3, 5), d), _signs(rng, (3,), d)), dict(margin=-0.3, reduction="sum"))]
+    i = default_int(d)  # integer labels: see _sign_samples
+    return [Sample((_x(rng, (4, 5), d), _x(rng, (4, 5), d), _signs(rng, (4,), i))),
+            Sample((_x(rng, (5,), d), _x(rng, (5,), d), _signs(rng, (), i)), dict(margin=0.2, reduction="none")),
+            Sample((_x(rng, (3, 5), d), _x(rng, (3, 5), d), _signs(rng, (3,), i)), dict(margin=-0.3, reduction="sum"))]
 
 
 def _triplet_samples(rng, d):
@@ -398,7 +405,7 @@ _FUNCTIONS = {
     "gaussian_nll_loss": (ref_gaussian, _gaussian_samples, None),
     "soft_margin_loss": (ref_soft_margin, _sign_samples, None),
     "margin_ranking_loss": (ref_margin_ranking, _ranking_samples, None),
-    "hinge_embedding_loss": (ref_hinge, functools.partial(_sign_samples, margin_key="margin"), None),
+    "hinge_embedding_loss": (ref_hinge, functools.partial(_sign_samples, margin_key="margin", labels=True), None),
     "cosine_embedding_loss": (ref_cosine_embedding, _cos_emb_samples, None),
     "triplet_margin_loss": (ref_triplet, _triplet_samples, None),
     "multilabel_soft_margin_loss": (ref_multilabel, _multilabel_samples, None),

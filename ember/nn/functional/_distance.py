@@ -20,8 +20,8 @@ __all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
 
 
 def _floating(op: str, *xs: ArrayLike) -> list[Array]:
-    """The arguments as ember arrays of one floating dtype. The first (the input) must be floating, as PyTorch's
-    kernels require; the others (targets, weights) promote with it. Complex arrays are refused."""
+    """The arguments as ember arrays. The first (the input) must be floating, as PyTorch's kernels require; the
+    others (targets) promote with it in the arithmetic. Complex arrays are refused."""
     arrays = [enp.asarray(x) for x in xs]
     for a in arrays:
         if np.dtype(a.dtype).kind == "c":
@@ -30,8 +30,7 @@ def _floating(op: str, *xs: ArrayLike) -> list[Array]:
     if not enp.issubdtype(first.dtype, enp.floating):
         raise DTypeError(f"{op}: the input must be a floating array, got {first.dtype} of shape {first.shape}; "
                          "convert it first, e.g. x.astype(enp.float32)")  # fmt: skip
-    dtype = enp.result_type(*arrays)
-    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+    return arrays  # mixed dtypes promote in the arithmetic, which keeps Python scalars weak as JAX does
 
 
 def _axis(op: str, dim: int, ndim: int) -> int:

@@ -552,9 +552,10 @@ def hinge_embedding_loss(input: ArrayLike, target: ArrayLike, margin: float = 1.
     _check_reduction("hinge_embedding_loss", reduction)
     x, y = _floating("hinge_embedding_loss", input, target)
     _same_shape("hinge_embedding_loss", ("input", "target"), x, y)
-    zeros = enp.zeros_like(x)
-    loss = enp.where(y != 1, enp.maximum(margin - x, 0.0), zeros) + enp.where(y != -1, x, zeros)
-    return _reduce(loss, reduction)
+    # max(margin, x) - x rather than max(margin - x, 0): equal values, and a gradient that is +0 (ct - ct), not
+    # -(ct * 0) = -0, where the hinge is flat, so jit (which drops the other branch's zeros) agrees in sign.
+    hinge = enp.maximum(x, margin) - x
+    return _reduce(enp.where(y == 1, x, enp.where(y == -1, hinge, x + hinge)), reduction)
 
 
 def cosine_embedding_loss(input1: ArrayLike, input2: ArrayLike, target: ArrayLike, margin: float = 0.0, *,
