@@ -161,10 +161,11 @@ def _same(value: Any, default: Any) -> bool:
 
 def _build(cls: type, kwargs: dict[str, Any], module: Any, path: str, ctx: _Context) -> Module:
     """``cls(**kwargs)`` with the torch module's arrays in place of its initial ones, and its training flag."""
-    import ember
     import ember.numpy as enp
+    from ember import random
     from ember.core.pytree import tree_leaves, tree_map
     from ember.nn._tree import replace_named
+    from ember.transforms import eval_shape
 
     arrays = {name: t for name, t in module.named_parameters()}
     arrays.update((name, t) for name, t in module.named_buffers() if name not in arrays)
@@ -173,7 +174,7 @@ def _build(cls: type, kwargs: dict[str, Any], module: Any, path: str, ctx: _Cont
     if takes_key:
         # Built abstractly (no random numbers drawn), then zero-filled; kept only if every array is the torch one.
         try:
-            shapes = ember.eval_shape(lambda key: cls(**kwargs, key=key), ember.random.key(0))  # key abstract too
+            shapes = eval_shape(lambda key: cls(**kwargs, key=key), random.key(0))  # key abstract too
             candidate = tree_map(lambda s: enp.zeros(s.shape, s.dtype), shapes)
             named = [n for n, _ in candidate.named_parameters()]
             if set(named) <= arrays.keys() and len(named) == len(tree_leaves(candidate)):
@@ -182,7 +183,7 @@ def _build(cls: type, kwargs: dict[str, Any], module: Any, path: str, ctx: _Cont
             layer = None
     if layer is None:
         try:
-            layer = cls(**kwargs, key=ember.random.key(0)) if takes_key else cls(**kwargs)
+            layer = cls(**kwargs, key=random.key(0)) if takes_key else cls(**kwargs)
         except Exception as error:
             raise _unsupported(path, module, f"ember.nn.{cls.__name__}({_show(kwargs)}) failed: {error}") from error
     names = [n for n, _ in layer.named_parameters()]
