@@ -22,8 +22,6 @@ FLOAT_ONLY = "attention is defined for floating inputs only (as in PyTorch)"
 _TOL = {F16: (5e-3, 5e-3), BF16: (3e-2, 3e-2), F32: (2e-5, 2e-5)}
 # Layers in half precision round every projection and normalisation: a few units in the last place, added up.
 _LAYER_TOL = {F16: (2e-2, 2e-2), BF16: (1e-1, 1e-1), F32: (5e-5, 5e-5)}
-_HALF_AD = "half-precision layers round each step; the float32/float64 cells check the same derivatives"
-_AD_HALF = {F16: _HALF_AD, BF16: _HALF_AD}
 
 # --- references ------------------------------------------------------------------------------------
 
@@ -428,16 +426,15 @@ _STACK_DEC = [((), {"tgt_mask": "causal", "tgt_is_causal": True}), ((("activatio
 
 
 
-def _entry(name, op, ref, samples, tol=_LAYER_TOL, ad_unsupported=_AD_HALF) -> OpInfo:
+def _entry(name, op, ref, samples, tol=_LAYER_TOL) -> OpInfo:
     # Every sample is finite and moderate: the autodiff columns take them all (the default leaves out any
     # sample with one parameter below 1e-4 in size, which the many random parameters of a layer often have).
-    return OpInfo(name, op, ref, FLOATING, samples, FLOAT_ONLY, tol=tol, ad_samples=samples,
-                  ad_unsupported=ad_unsupported)
+    return OpInfo(name, op, ref, FLOATING, samples, FLOAT_ONLY, tol=tol, ad_samples=samples)
 
 
 register(
     _entry("nn.functional.scaled_dot_product_attention", F.scaled_dot_product_attention, _sdpa_ref, _sdpa_samples,
-           _TOL, {}),
+           _TOL),
     _entry("nn.functional.multi_head_attention_forward", _mha_functional_op, _mha_functional_ref,
            _mha_functional_samples),
     _entry("nn.MultiheadAttention", _layer_op("MultiheadAttention", 3), _mha_layer_ref, _mha_samples),
