@@ -23,6 +23,7 @@ import numpy as np
 
 import ember.numpy as enp
 from ember import lax
+from ember.transforms.custom import custom_jvp
 from ember.core.array import Array
 from ember.errors import ConcretizationError, DTypeError, EmberIndexError, InvalidArgumentError, ShapeError
 from ember.nn.functional._common import ArrayLike
@@ -182,7 +183,8 @@ def _pick(x: Array, t: Array, axis: int, weight: Array | None, ignore_index: int
 
 def nll_loss(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None = None, *, ignore_index: int = -100,
              reduction: str = "mean") -> Array:  # fmt: skip
-    """The negative log-likelihood of class ``target`` under log-probabilities ``input``, as ``torch.nn.functional.nll_loss``.
+    """The negative log-likelihood of class ``target`` under log-probabilities ``input``, as
+    ``torch.nn.functional.nll_loss``.
 
     ``loss_i = -weight[t_i] * input[i, t_i]`` (0 where ``t_i == ignore_index``); ``'mean'`` divides the sum by
     the sum of ``weight[t_i]`` over the targets not ignored (NaN when all are ignored, as in PyTorch).
@@ -285,6 +287,29 @@ def cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None 
     return _reduce(loss, reduction)
 
 
+def _clamped_logs(x: Array) -> tuple[Array, Array]:
+    """``max(log(x), -100)`` and ``max(log(1 - x), -100)``, as PyTorch clamps them (finite at x = 0 and 1)."""
+    log_x = enp.where(x > 0, enp.maximum(enp.log(enp.where(x > 0, x, 1.0)), -100.0), -100.0)
+    log_1mx = enp.where(x < 1, enp.maximum(enp.log1p(-enp.where(x < 1, x, 0.0)), -100.0), -100.0)
+    return log_x, log_1mx
+
+
+@custom_jvp
+def _bce(x: Array, t: Array) -> Array:
+    log_x, log_1mx = _clamped_logs(x)
+    return -(t * log_x + (1 - t) * log_1mx)
+
+
+@_bce.defjvp
+def _bce_jvp(primals, tangents):
+    # PyTorch's derivative: (x - t) / max(x (1 - x), 1e-12) in x (finite, +-1e12 at x = 0 and 1, where the
+    # clamped logs are flat), and log(1 - x) - log(x) (clamped as the value) in t.
+    (x, t), (x_dot, t_dot) = primals, tangents
+    log_x, log_1mx = _clamped_logs(x)
+    out = -(t * log_x + (1 - t) * log_1mx)
+    return out, x_dot * ((x - t) / enp.maximum(x * (1 - x), 1e-12)) + t_dot * (log_1mx - log_x)
+
+
 def binary_cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None = None, *,
                          reduction: str = "mean") -> Array:  # fmt: skip
     """``-weight * (t log(x) + (1 - t) log(1 - x))`` for probabilities ``x``, as
@@ -311,17 +336,13 @@ def binary_cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike 
     if values is not None and ((values < 0) | (values > 1)).any():
         raise InvalidArgumentError("binary_cross_entropy: every element of the input must be a probability in [0, 1]; "
                                    "for logits use binary_cross_entropy_with_logits")
-    # log of 0 is -inf; the where keeps its derivative (1/0) out of the gradient.
-    log_x = enp.maximum(enp.log(enp.where(x > 0, x, 1.0)), -100.0)
-    log_x = enp.where(x > 0, log_x, -100.0)
-    log_1mx = enp.maximum(enp.log(enp.where(x < 1, 1 - x, 1.0)), -100.0)
-    log_1mx = enp.where(x < 1, log_1mx, -100.0)
-    loss = -(t * log_x + (1 - t) * log_1mx)
+    loss = _bce(x, t)
     return _reduce(loss if w is None else loss * w, reduction)
 
 
 def binary_cross_entropy_with_logits(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None = None, *,
-                                     reduction: str = "mean", pos_weight: ArrayLike | None = None) -> Array:  # fmt: skip
+                                     reduction: str = "mean",
+                                     pos_weight: ArrayLike | None = None) -> Array:  # fmt: skip
     """Sigmoid cross-entropy on logits, as ``torch.nn.functional.binary_cross_entropy_with_logits``:
     ``weight * ((1 - t) x + (1 + (pos_weight - 1) t) softplus(-x))``, stable for any logit.
 
@@ -531,7 +552,8 @@ def margin_ranking_loss(input1: ArrayLike, input2: ArrayLike, target: ArrayLike,
 
     >>> import ember.numpy as enp
     >>> from ember.nn import functional as F
-    >>> F.margin_ranking_loss(enp.array([1.0, 0.0]), enp.array([0.0, 1.0]), enp.array([1.0, 1.0]), reduction="none").tolist()
+    >>> x1, x2 = enp.array([1.0, 0.0]), enp.array([0.0, 1.0])
+    >>> F.margin_ranking_loss(x1, x2, enp.array([1.0, 1.0]), reduction="none").tolist()
     [0.0, 1.0]
     """
     _check_reduction("margin_ranking_loss", reduction)
@@ -541,7 +563,8 @@ def margin_ranking_loss(input1: ArrayLike, input2: ArrayLike, target: ArrayLike,
 
 
 def hinge_embedding_loss(input: ArrayLike, target: ArrayLike, margin: float = 1.0, *, reduction: str = "mean") -> Array:
-    """``x`` where ``y = 1`` and ``max(0, margin - x)`` where ``y = -1``, as ``torch.nn.functional.hinge_embedding_loss``
+    """``x`` where ``y = 1`` and ``max(0, margin - x)`` where ``y = -1``, as
+    ``torch.nn.functional.hinge_embedding_loss``
     (a label that is neither gets both terms, as in PyTorch).
 
     >>> import ember.numpy as enp
@@ -584,7 +607,8 @@ def cosine_embedding_loss(input1: ArrayLike, input2: ArrayLike, target: ArrayLik
 
 
 def triplet_margin_loss(anchor: ArrayLike, positive: ArrayLike, negative: ArrayLike, margin: float = 1.0,
-                        p: float = 2, eps: float = 1e-6, swap: bool = False, *, reduction: str = "mean") -> Array:  # fmt: skip
+                        p: float = 2, eps: float = 1e-6, swap: bool = False, *,
+                        reduction: str = "mean") -> Array:  # fmt: skip
     """``max(0, d(a, p) - d(a, n) + margin)`` with ``d = pairwise_distance(., ., p, eps)``, as
     ``torch.nn.functional.triplet_margin_loss``; ``swap`` uses ``min(d(a, n), d(p, n))`` for the negative distance.
 
@@ -622,7 +646,8 @@ def multilabel_soft_margin_loss(input: ArrayLike, target: ArrayLike, weight: Arr
     x, t = _floating("multilabel_soft_margin_loss", input, target)
     _same_shape("multilabel_soft_margin_loss", ("input", "target"), x, t)
     if x.ndim == 0:
-        raise ShapeError("multilabel_soft_margin_loss: the input must have a class dimension (C) or (N, C), got a 0-d input")
+        raise ShapeError("multilabel_soft_margin_loss: the input must have a class dimension (C) or (N, C), got a "
+                         "0-d input")
     w = _broadcast_weight("multilabel_soft_margin_loss", "weight", weight, x)
     loss = t * _softplus(-x) + (1 - t) * _softplus(x)
     if w is not None:
