@@ -313,6 +313,7 @@ def _sdpa_samples(rng, d):
     s.append(Sample((q, _x(rng, (2, 1, 6, 5), d), _x(rng, (2, 1, 6, 3), d)), {"enable_gqa": True}))
     s.append(Sample((_x(rng, (4, 1, 5), d), _x(rng, (1, 3, 5), d), _x(rng, (1, 3, 2), d))))
     s.append(Sample((_x(rng, (0, 2, 3, 4), d), _x(rng, (0, 2, 5, 4), d), _x(rng, (0, 2, 5, 4), d))))
+    s.append(Sample((_x(rng, (2, 3, 4), d), _x(rng, (2, 0, 4), d), _x(rng, (2, 0, 5), d))))  # no keys: zeros, as PyTorch
     return s
 
 
