@@ -211,7 +211,7 @@ def _layer(name: str, args: tuple, kwargs: tuple) -> nn.Module:
     cache_key = (name, args, kwargs)
     if cache_key not in _BUILT:
         cls = getattr(nn, name)
-        keyed = name not in ("Identity", "Flatten", "Unflatten")
+        keyed = name not in ("Identity", "Flatten", "Unflatten") and "Pad" not in name
         _BUILT[cache_key] = cls(*args, **dict(kwargs), **({"key": ember.random.key(0)} if keyed else {}))
     return _BUILT[cache_key]
 
@@ -344,3 +344,30 @@ register(
            _layer_samples("Unflatten", [([(3, 10)], (1, (2, 5)), (), ()), ([(6, 2)], (0, (3, 1, 2)), (), ()),
                                         ([(2, 12, 1)], (-2, (-1, 4)), (), ())]), ""),
 )  # fmt: skip
+
+
+# The padding layers: nn.functional.pad with the layer's sizes (its reference is _pad_ref).
+_PAD_MODES = {"ZeroPad": "constant", "ConstantPad": "constant", "ReflectionPad": "reflect",
+              "ReplicationPad": "replicate", "CircularPad": "circular"}  # fmt: skip
+
+
+def _pad_layer_ref(kind, dims):
+    def ref(x, args=(), kwargs=(), call=()):
+        sizes = (args[0],) * (2 * dims) if isinstance(args[0], int) else args[0]
+        value = args[1] if kind == "ConstantPad" else None
+        return _pad_ref(x, sizes, _PAD_MODES[kind], value)
+
+    return ref
+
+
+def _pad_layer_cases(kind, dims):
+    sizes = (1, 2, 0, 1, 2, 1)[: 2 * dims]
+    extra = (1.5,) if kind == "ConstantPad" else ()
+    batched = [(2, 3) + (4,) * dims]
+    unbatched = [(3,) + (3,) * dims]
+    return [(batched, (sizes, *extra), (), ()), (unbatched, (1, *extra), (), ())]
+
+
+register(*[OpInfo(f"nn.{kind}{dims}d", _layer_op(f"{kind}{dims}d"), _pad_layer_ref(kind, dims),
+                  ALL, _layer_samples(f"{kind}{dims}d", _pad_layer_cases(kind, dims)), "")
+           for kind in _PAD_MODES for dims in (1, 2, 3)])  # fmt: skip

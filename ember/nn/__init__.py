@@ -24,6 +24,7 @@ from ember.nn import (
     _losses,
     _module,
     _normalization,
+    _padding,
     _pooling,
     _recurrent,
     _state,
@@ -43,6 +44,7 @@ from ember.nn._linear import *  # noqa: F403
 from ember.nn._losses import *  # noqa: F403
 from ember.nn._module import *  # noqa: F403
 from ember.nn._normalization import *  # noqa: F403
+from ember.nn._padding import *  # noqa: F403
 from ember.nn._pooling import *  # noqa: F403
 from ember.nn._recurrent import *  # noqa: F403
 from ember.nn._state import *  # noqa: F403
@@ -52,5 +54,5 @@ from ember.nn._tree import *  # noqa: F403
 
 __all__ = ["functional", "init", *_activations.__all__, *_attention.__all__, *_containers.__all__, *_conv.__all__,
            *_dropout.__all__, *_embedding.__all__, *_linear.__all__, *_losses.__all__, *_module.__all__, *_normalization.__all__,
-           *_pooling.__all__, *_recurrent.__all__, *_state.__all__, *_torch.__all__, *_transformer.__all__,
+           *_padding.__all__, *_pooling.__all__, *_recurrent.__all__, *_state.__all__, *_torch.__all__, *_transformer.__all__,
            *_tree.__all__]  # fmt: skip
