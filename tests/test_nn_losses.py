@@ -4,7 +4,6 @@ stability at logits of +-1e4; the modules; the error messages for bad input; the
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -20,7 +19,7 @@ torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 pytestmark = pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning")  # torch's kl_div
 
-from nn_parity import assert_close, to_numpy  # noqa: E402
+from nn_parity import assert_close  # noqa: E402
 
 TOL = dict(rtol=1e-4, atol=1e-5)
 
