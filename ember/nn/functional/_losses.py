@@ -11,8 +11,9 @@ input of shape (N,), these raise ``ShapeError``.
 Integer class targets (``cross_entropy``, ``nll_loss``, ``multi_margin_loss``) are checked eagerly: a concrete
 target outside ``[0, C)`` (and not ``ignore_index``) raises ``EmberIndexError``, as PyTorch's "Target 7 is out
 of bounds". Under ``jit`` / ``vmap`` the values are not known; there a target outside ``[0, C)`` selects no class:
-it adds nothing to the loss and, for ``nll_loss`` / ``cross_entropy``, no weight to the mean's denominator (it
-is treated like ``ignore_index``), except for the ``label_smoothing`` term, which still counts it.
+for ``nll_loss`` / ``cross_entropy`` it adds nothing to the loss and no weight to the mean's denominator (it is
+treated like ``ignore_index``), except for the ``label_smoothing`` term, which still counts it; for
+``multi_margin_loss`` its target score reads as 0 and its class weight as 0.
 """
 
 from __future__ import annotations
