@@ -48,6 +48,8 @@ def test_selection():
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_ember_output_matches_numpy(name):
     w = WORKLOADS[name]
+    if "needs_torch" in w.tags:
+        pytest.importorskip("torch")
     impls = w.setup(Env(("numpy", "ember", "ember_jit")))
     embers = sorted(set(impls) - {"numpy"})
     assert "numpy" in impls and embers and set(embers) <= {"ember", "ember_jit"}, sorted(impls)

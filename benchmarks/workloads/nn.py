@@ -237,3 +237,49 @@ def _(env):
         jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(labels)
         impls["jax"] = lambda: jax.block_until_ready(jper(jparams, jx, jy))
     return impls
+
+
+# --------------------------------------------------------------------------- converting a torch model
+
+
+def _resnet18_sized(torch):
+    """ResNet-18's layers and sizes (11.7M parameters) as one torch.nn.Sequential: its convolutions,
+    batch norms, ReLUs, pools and classifier in order (the residual additions left out: they hold no weights)."""
+    tnn = torch.nn
+    layers = [tnn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), tnn.BatchNorm2d(64), tnn.ReLU(),
+              tnn.MaxPool2d(3, stride=2, padding=1)]  # fmt: skip
+    channels = 64
+    for width, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        for block in range(2):
+            s = stride if block == 0 else 1
+            layers += [tnn.Conv2d(channels, width, 3, stride=s, padding=1, bias=False), tnn.BatchNorm2d(width),
+                       tnn.ReLU(), tnn.Conv2d(width, width, 3, padding=1, bias=False), tnn.BatchNorm2d(width)]
+            if s != 1 or channels != width:  # the downsampling shortcut's 1x1 convolution
+                layers += [tnn.Conv2d(channels, width, 1, stride=s, bias=False), tnn.BatchNorm2d(width)]
+            layers.append(tnn.ReLU())
+            channels = width
+    layers += [tnn.AdaptiveAvgPool2d((1, 1)), tnn.Flatten(), tnn.Linear(512, 1000)]
+    return tnn.Sequential(*layers)
+
+
+@workload("from_torch_resnet18", family="nn", target=None, tags=("needs_torch",),
+          description="nn.from_torch ResNet-18 size")  # fmt: skip
+def _(env):
+    """NumPy's side is the floor of any conversion: copying every tensor of the state dict out of torch."""
+    import torch
+
+    from ember import nn
+
+    module = _resnet18_sized(torch).eval()
+    names = list(module.state_dict())
+
+    def convert():
+        model, state = nn.from_torch(module)
+        arrays = dict(model.named_parameters()) | dict(state.named_buffers())
+        return [arrays[name] for name in names]
+
+    def copy_out():  # int64 counters become ember's default int, as from_torch makes them (x64 off)
+        return [t.detach().numpy().astype(np.int32 if t.dtype == torch.int64 else t.numpy().dtype)
+                for t in module.state_dict().values()]
+
+    return {"numpy": copy_out, "ember": convert}
