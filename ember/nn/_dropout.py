@@ -54,7 +54,6 @@ class Dropout(_DropoutBase):
     [1.0, 1.0, 1.0]
     """
 
-    __init__ = _DropoutBase.__init__  # Module's dataclass step writes an __init__ unless the class has its own
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         return dropout(x, self.p, self.training, key=key)
@@ -69,7 +68,6 @@ class Dropout1d(_DropoutBase):
     (2, 3, 4)
     """
 
-    __init__ = _DropoutBase.__init__
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         return dropout1d(x, self.p, self.training, key=key)
@@ -84,7 +82,6 @@ class Dropout2d(_DropoutBase):
     (1, 2, 2, 2)
     """
 
-    __init__ = _DropoutBase.__init__
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         return dropout2d(x, self.p, self.training, key=key)
@@ -98,7 +95,6 @@ class Dropout3d(_DropoutBase):
     Dropout3d(p=0.2, inplace=False)
     """
 
-    __init__ = _DropoutBase.__init__
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         return dropout3d(x, self.p, self.training, key=key)
@@ -113,7 +109,6 @@ class AlphaDropout(_DropoutBase):
     (4,)
     """
 
-    __init__ = _DropoutBase.__init__
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         return alpha_dropout(x, self.p, self.training, key=key)
@@ -127,7 +122,6 @@ class FeatureAlphaDropout(_DropoutBase):
     FeatureAlphaDropout(p=0.5, inplace=False)
     """
 
-    __init__ = _DropoutBase.__init__
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         return feature_alpha_dropout(x, self.p, self.training, key=key)

@@ -335,7 +335,6 @@ class BatchNorm1d(_BatchNorm):
     ([[-1.0, -1.0], [1.0, 1.0]], [0.10000000149011612, 0.20000000298023224])
     """
 
-    __init__ = _BatchNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
     _ranks = (2, 3)
     _what = "(N, C) or (N, C, L)"
     __doc__ = __doc__ + "\n".join(_BatchNorm.__doc__.splitlines()[1:])
@@ -349,7 +348,6 @@ class BatchNorm2d(_BatchNorm):
     BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, bias=True, track_running_stats=True)
     """
 
-    __init__ = _BatchNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
     _ranks = (4,)
     _what = "(N, C, H, W)"
 
@@ -363,7 +361,6 @@ class BatchNorm3d(_BatchNorm):
     [[[0.0, 0.0]]]
     """
 
-    __init__ = _BatchNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
     _ranks = (5,)
     _what = "(N, C, D, H, W)"
 
@@ -430,7 +427,6 @@ class InstanceNorm1d(_InstanceNorm):
     [[[-1.0, 1.0]]]
     """
 
-    __init__ = _InstanceNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
     _ranks = (2, 3)
     _what = "(N, C, L) or (C, L)"
 
@@ -444,7 +440,6 @@ class InstanceNorm2d(_InstanceNorm):
     InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
     """
 
-    __init__ = _InstanceNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
     _ranks = (3, 4)
     _what = "(N, C, H, W) or (C, H, W)"
 
@@ -459,6 +454,5 @@ class InstanceNorm3d(_InstanceNorm):
     [[[[0.0, 0.0]]], [[[0.0, 0.0]]]]
     """
 
-    __init__ = _InstanceNorm.__init__  # Module's dataclass step writes an __init__ unless the class has its own
     _ranks = (4, 5)
     _what = "(N, C, D, H, W) or (C, D, H, W)"

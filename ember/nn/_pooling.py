@@ -2,9 +2,7 @@
 ``LPPool1d/2d/3d``, the adaptive pools, ``Upsample`` and the pixel shuffles, with PyTorch's arguments and
 ``extra_repr``.
 
-They hold no arrays; each calls its function in ``ember.nn.functional``, which checks the input. Each
-subclass names its base's ``__init__`` (``__init__ = _MaxPoolNd.__init__``): ``Module`` gives a class
-without an ``__init__`` of its own a generated dataclass one, which would take every field positionally.
+They hold no arrays; each calls its function in ``ember.nn.functional``, which checks the input.
 """
 
 from __future__ import annotations
@@ -64,7 +62,6 @@ class MaxPool1d(_MaxPoolNd):
     (MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False), (2, 4, 5))
     """
 
-    __init__ = _MaxPoolNd.__init__
     _fn = staticmethod(fp.max_pool1d)
 
 
@@ -78,7 +75,6 @@ class MaxPool2d(_MaxPoolNd):
     (MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False), (1, 3, 2, 2))
     """
 
-    __init__ = _MaxPoolNd.__init__
     _fn = staticmethod(fp.max_pool2d)
 
 
@@ -91,7 +87,6 @@ class MaxPool3d(_MaxPoolNd):
     (2, 3, 3, 3)
     """
 
-    __init__ = _MaxPoolNd.__init__
     _fn = staticmethod(fp.max_pool3d)
 
 
@@ -125,7 +120,6 @@ class MaxUnpool1d(_MaxUnpoolNd):
     (MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,)), [[0.0, 3.0, 2.0, 0.0]])
     """
 
-    __init__ = _MaxUnpoolNd.__init__
     _n = 1
     _fn = staticmethod(fp.max_unpool1d)
 
@@ -140,7 +134,6 @@ class MaxUnpool2d(_MaxUnpoolNd):
     (1, 2, 5, 5)
     """
 
-    __init__ = _MaxUnpoolNd.__init__
     _n = 2
     _fn = staticmethod(fp.max_unpool2d)
 
@@ -155,7 +148,6 @@ class MaxUnpool3d(_MaxUnpoolNd):
     (1, 4, 4, 4)
     """
 
-    __init__ = _MaxUnpoolNd.__init__
     _n = 3
     _fn = staticmethod(fp.max_unpool3d)
 
@@ -226,7 +218,6 @@ class AvgPool2d(_AvgPoolNd):
     (AvgPool2d(kernel_size=3, stride=2, padding=1), (1, 3, 3, 3))
     """
 
-    __init__ = _AvgPoolNd.__init__
     _fn = staticmethod(fp.avg_pool2d)
 
 
@@ -239,7 +230,6 @@ class AvgPool3d(_AvgPoolNd):
     [[[[8.0]]]]
     """
 
-    __init__ = _AvgPoolNd.__init__
     _fn = staticmethod(fp.avg_pool3d)
 
 
@@ -272,7 +262,6 @@ class LPPool1d(_LPPoolNd):
     (LPPool1d(norm_type=2, kernel_size=2, stride=None, ceil_mode=False), [[5.0]])
     """
 
-    __init__ = _LPPoolNd.__init__
     _fn = staticmethod(fp.lp_pool1d)
 
 
@@ -285,7 +274,6 @@ class LPPool2d(_LPPoolNd):
     [[[4.0, 4.0]]]
     """
 
-    __init__ = _LPPoolNd.__init__
     _fn = staticmethod(fp.lp_pool2d)
 
 
@@ -298,7 +286,6 @@ class LPPool3d(_LPPoolNd):
     (1, 1, 1, 1, 1)
     """
 
-    __init__ = _LPPoolNd.__init__
     _fn = staticmethod(fp.lp_pool3d)
 
 
@@ -325,7 +312,6 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     (AdaptiveAvgPool1d(output_size=3), (2, 4, 3))
     """
 
-    __init__ = _AdaptiveAvgPoolNd.__init__
     _fn = staticmethod(fp.adaptive_avg_pool1d)
 
 
@@ -339,7 +325,6 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     (AdaptiveAvgPool2d(output_size=(None, 1)), (2, 4, 5, 1))
     """
 
-    __init__ = _AdaptiveAvgPoolNd.__init__
     _fn = staticmethod(fp.adaptive_avg_pool2d)
 
 
@@ -352,7 +337,6 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     (2, 1, 1, 1)
     """
 
-    __init__ = _AdaptiveAvgPoolNd.__init__
     _fn = staticmethod(fp.adaptive_avg_pool3d)
 
 
@@ -381,7 +365,6 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     (AdaptiveMaxPool1d(output_size=2), [[5.0, 4.0]], [[1, 3]])
     """
 
-    __init__ = _AdaptiveMaxPoolNd.__init__
     _fn = staticmethod(fp.adaptive_max_pool1d)
 
 
@@ -394,7 +377,6 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     (1, 2, 3)
     """
 
-    __init__ = _AdaptiveMaxPoolNd.__init__
     _fn = staticmethod(fp.adaptive_max_pool2d)
 
 
@@ -407,7 +389,6 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     (1, 1, 1, 4, 2)
     """
 
-    __init__ = _AdaptiveMaxPoolNd.__init__
     _fn = staticmethod(fp.adaptive_max_pool3d)
 
 
