@@ -306,6 +306,43 @@ def test_functional_call_under_grad_and_vmap():
     np.testing.assert_allclose(out, np.stack(loop), rtol=1e-5, atol=1e-6)
 
 
+def test_functional_call_tied_weights_replace_every_use():
+    # One layer twice: its arrays are reachable as "0.*" and "1.*", as torch's tie_weights=True sees them.
+    layer = nn.Linear(3, 3, key=ember.random.key(0))
+    model = nn.Sequential(layer, layer)
+    rng = np.random.default_rng(2)
+    w, b, x = (rng.normal(size=shape).astype(np.float32).astype(np.float64) for shape in ((3, 3), (3,), (4, 3)))
+    ref = (x @ w.T + b) @ w.T + b
+    for name in ("0", "1"):  # either name replaces both uses
+        params = {f"{name}.weight": enp.asarray(w), f"{name}.bias": enp.asarray(b)}
+        np.testing.assert_allclose(nn.functional_call(model, params, enp.asarray(x)), ref, rtol=1e-5, atol=1e-6)
+    same = {"0.weight": enp.asarray(w), "1.bias": enp.asarray(b)}
+    same["1.weight"] = same["0.weight"]  # the same array under both names is allowed
+    np.testing.assert_allclose(nn.functional_call(model, same, enp.asarray(x)), ref, rtol=1e-5, atol=1e-6)
+    # The gradient through one name sums both uses: d/dW sum(W(Wx + b) + b) = 1 (Wx + b)^T + (W^T 1) x^T.
+    def loss(weight):
+        return nn.functional_call(model, {"1.weight": weight, "0.bias": enp.asarray(b)}, enp.asarray(x)).sum()
+
+    g = ember.grad(loss)(enp.asarray(w))
+    y1 = x @ w.T + b
+    expected = np.outer(np.ones(3), y1.sum(0)) + np.outer(w.T @ np.ones(3), x.sum(0))
+    np.testing.assert_allclose(g, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(InvalidArgumentError, match=r"'0.weight' and '1.weight' are tied .* different values"):
+        nn.functional_call(model, {"0.weight": enp.asarray(w), "1.weight": enp.asarray(w)}, enp.asarray(x))
+
+
+def test_functional_call_tied_fields_of_one_module():
+    shared = enp.ones(2)
+    m = Affine(shared, shared)  # weight and bias are one array
+    out = nn.functional_call(m, {"bias": enp.array([2.0, 3.0])}, enp.array([1.0, 1.0]))
+    np.testing.assert_array_equal(out, [4.0, 6.0])  # x * w + b with w = b = [2, 3]
+    with pytest.raises(InvalidArgumentError, match=r"'weight' and 'bias' are tied"):
+        nn.functional_call(m, {"weight": enp.ones(2), "bias": enp.zeros(2)}, enp.ones(2))
+    untied = Affine(enp.ones(2), enp.ones(2))  # equal values in two arrays are not tied
+    out = nn.functional_call(untied, {"weight": enp.zeros(2), "bias": enp.array([2.0, 3.0])}, enp.ones(2))
+    np.testing.assert_array_equal(out, [2.0, 3.0])
+
+
 # --- jit ---------------------------------------------------------------------------------------------------
 
 

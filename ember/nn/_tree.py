@@ -242,23 +242,33 @@ def functional_call(model: Module, params: Mapping[str, Any] | Sequence[Mapping[
 
 
 def replace_named(model: Module, params: Mapping[str, Any], fn: str) -> Module:
-    """``model`` with the arrays named in ``params`` replaced (shapes checked)."""
+    """``model`` with the arrays named in ``params`` replaced (shapes checked).
+
+    Replacement is by the old array's identity, so tied weights (one array reachable under several names, as
+    in ``Sequential(layer, layer)``) stay tied, as ``torch.func.functional_call(..., tie_weights=True)``:
+    giving one of the names replaces every use; giving two of them different arrays is an error.
+    """
     named = model.named_parameters()
     unknown = [name for name in params if name not in dict(named)]
     if unknown:
         raise InvalidArgumentError(
             f"nn.{fn}: {type(model).__name__} has no parameter {unknown[0]!r}; its parameters are "
             f"{[n for n, _ in named]} (running statistics live in the nn.State, passed as an argument)")
-    new_by_id: dict[int, Any] = {}
+    new_by_id: dict[int, tuple[str, Any]] = {}
     for name, old in named:
-        if name in params:
-            new = params[name]
-            if tuple(getattr(new, "shape", ())) != tuple(old.shape):
-                raise ShapeError(f"nn.{fn}: {name!r} has shape {tuple(old.shape)} in the model but the replacement "
-                                 f"has shape {tuple(getattr(new, 'shape', ()))}; give an array of the same shape")
-            new_by_id[id(old)] = new
+        if name not in params:
+            continue
+        new = params[name]
+        if tuple(getattr(new, "shape", ())) != tuple(old.shape):
+            raise ShapeError(f"nn.{fn}: {name!r} has shape {tuple(old.shape)} in the model but the replacement "
+                             f"has shape {tuple(getattr(new, 'shape', ()))}; give an array of the same shape")
+        first = new_by_id.setdefault(id(old), (name, new))
+        if first[1] is not new:
+            raise InvalidArgumentError(
+                f"nn.{fn}: {first[0]!r} and {name!r} are tied (one array in the model) but were given different "
+                f"values; give only one of the names, which replaces both, or the same array for each")
     leaves, treedef = tree_flatten(model)
-    return tree_unflatten(treedef, [new_by_id.get(id(leaf), leaf) for leaf in leaves])
+    return tree_unflatten(treedef, [new_by_id[id(leaf)][1] if id(leaf) in new_by_id else leaf for leaf in leaves])
 
 
 def stack_modules(models: Sequence[Any]) -> Any:
