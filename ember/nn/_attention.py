@@ -12,6 +12,7 @@ import ember.numpy as enp
 from ember import random
 from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn._checks import require_key
 from ember.nn._linear import Linear
 from ember.nn._module import Module, rebuild
 from ember.nn.functional._attention import multi_head_attention_forward
@@ -135,11 +136,10 @@ class MultiheadAttention(Module):
                  dropout_key: Array | None = None) -> tuple[Array, Array | None]:  # fmt: skip
         query, key, value = enp.asarray(query), enp.asarray(key), enp.asarray(value)
         self._check(query, key, value)
-        if self.training and self.dropout > 0 and dropout_key is None:
-            raise InvalidArgumentError(
-                f"MultiheadAttention: in training mode with dropout={self.dropout} the attention weights are dropped "
-                f"at random: pass dropout_key=ember.random.key(...) (the keyword is dropout_key because `key` is the "
-                f"keys tensor), or call mha.eval() for deterministic results")
+        if self.training and self.dropout > 0:
+            require_key("MultiheadAttention", f"in training mode, dropout={self.dropout} of the attention weights",
+                        dropout_key, keyword="dropout_key",
+                        note="; the keyword is dropout_key because `key` is the keys tensor")  # fmt: skip
         batched = query.ndim == 3
         if self.batch_first and batched:
             query, key, value = (x.transpose(1, 0, 2) for x in (query, key, value))

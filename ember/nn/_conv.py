@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ember import random
 from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn._checks import describe
 from ember.nn._module import Module
 from ember.nn.functional import _conv as fconv
 from ember.nn.functional._padding import pad
@@ -82,9 +83,8 @@ class _ConvNd(Module):
         ndim = getattr(x, "ndim", 0)
         if ndim not in (n + 1, n + 2) or x.shape[ndim - n - 1] != self.in_channels:
             spatial = ", ".join("DHW"[3 - n:]) if n > 1 else "L"
-            got = f"{getattr(x, 'shape', ())} ({getattr(x, 'dtype', type(x).__name__)})"
             raise ShapeError(f"expected input of shape (N, {self.in_channels}, {spatial}) or ({self.in_channels}, "
-                             f"{spatial}), got shape {got}")
+                             f"{spatial}), got shape {describe(x)}")
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

@@ -10,6 +10,7 @@ from typing import Any
 
 import ember.numpy as enp
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn._checks import describe
 from ember.nn._module import Module
 from ember.nn.functional._linear import bilinear, linear
 
@@ -53,7 +54,7 @@ class Linear(Module):
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         if getattr(x, "ndim", 0) < 1 or x.shape[-1] != self.in_features:
             raise ShapeError(f"expected an input whose last dimension is in_features={self.in_features}, got shape "
-                             f"{getattr(x, 'shape', ())} ({getattr(x, 'dtype', type(x).__name__)})")
+                             f"{describe(x)}")
         return linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -99,8 +100,7 @@ class Bilinear(Module):
     def __call__(self, input1: Array, input2: Array, *, key: Array | None = None) -> Array:
         for name, x, size in (("input1", input1, self.in1_features), ("input2", input2, self.in2_features)):
             if getattr(x, "ndim", 0) < 1 or x.shape[-1] != size:
-                raise ShapeError(f"expected {name} of shape (*, {size}), got shape {getattr(x, 'shape', ())} "
-                                 f"({getattr(x, 'dtype', type(x).__name__)})")
+                raise ShapeError(f"expected {name} of shape (*, {size}), got shape {describe(x)}")
         if input1.shape[:-1] != input2.shape[:-1]:
             raise ShapeError(f"input1 of shape {input1.shape} and input2 of shape {input2.shape} must have the same "
                              "leading (batch) dimensions")

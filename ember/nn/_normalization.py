@@ -9,6 +9,7 @@ from typing import Any
 import ember.numpy as enp
 from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn._checks import describe
 from ember.nn._module import Module
 from ember.nn._state import State
 from ember.nn.functional._normalization import (
@@ -107,8 +108,7 @@ def _check_channels(x: Any, ranks: tuple[int, ...], unbatched: int | None, chann
     if ndim not in ranks and ndim != unbatched:
         allowed = " or ".join(f"{r}D" for r in ranks) + (f" (or {unbatched}D without the batch dimension)"
                                                          if unbatched is not None else "")  # fmt: skip
-        raise ShapeError(f"expected a {allowed} input {what}, got shape {getattr(x, 'shape', ())} "
-                         f"({getattr(x, 'dtype', type(x).__name__)})")  # fmt: skip
+        raise ShapeError(f"expected a {allowed} input {what}, got shape {describe(x)}")
     axis = 0 if ndim == unbatched else 1
     if x.shape[axis] != channels:
         raise ShapeError(f"expected {channels} channels (dimension {axis}), got an input of shape {x.shape} "
@@ -151,8 +151,7 @@ class GroupNorm(Module):
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         if getattr(x, "ndim", 0) < 2 or x.shape[1] != self.num_channels:
-            raise ShapeError(f"expected an input of shape (N, {self.num_channels}, *), got shape "
-                             f"{getattr(x, 'shape', ())} ({getattr(x, 'dtype', type(x).__name__)})")  # fmt: skip
+            raise ShapeError(f"expected an input of shape (N, {self.num_channels}, *), got shape {describe(x)}")
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -384,8 +383,7 @@ class _InstanceNorm(_NormBase):
     def __call__(self, x: Array, state: State | None = None, *, key: Array | None = None) -> Any:
         ndim = getattr(x, "ndim", 0)
         if ndim not in self._ranks:
-            raise ShapeError(f"expected a {self._what} input, got shape {getattr(x, 'shape', ())} "
-                             f"({getattr(x, 'dtype', type(x).__name__)})")  # fmt: skip
+            raise ShapeError(f"expected a {self._what} input, got shape {describe(x)}")
         unbatched = ndim == min(self._ranks)
         if unbatched:
             x = x[None]

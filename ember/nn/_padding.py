@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn._checks import describe
 from ember.nn._module import Module
 from ember.nn.functional._padding import pad
 
@@ -35,7 +36,7 @@ class _Pad(Module):
         ndim = getattr(x, "ndim", 0)
         if ndim not in (self._dims + 1, self._dims + 2):
             raise ShapeError(f"expected a {self._dims + 1}-d (unbatched) or {self._dims + 2}-d (batched) input, got "
-                             f"shape {getattr(x, 'shape', ())} ({getattr(x, 'dtype', type(x).__name__)})")
+                             f"shape {describe(x)}")
         return pad(x, self.padding, self._mode, self.value)
 
     def extra_repr(self) -> str:
@@ -70,7 +71,8 @@ _DOC = """{what}, as ``torch.nn.{name}``: pads the last {dims} dimension{s} of a
     {shape}
     """
 
-_KINDS = {"ZeroPad": (_ZeroPad, "constant", "Zero padding"), "ConstantPad": (_ConstantPad, "constant", "Constant padding"),
+_KINDS = {"ZeroPad": (_ZeroPad, "constant", "Zero padding"),
+          "ConstantPad": (_ConstantPad, "constant", "Constant padding"),
           "ReflectionPad": (_Pad, "reflect", "Reflection padding (the edge not repeated)"),
           "ReplicationPad": (_Pad, "replicate", "Replication padding (the edge repeated)"),
           "CircularPad": (_Pad, "circular", "Circular padding (wrapping around)")}  # fmt: skip

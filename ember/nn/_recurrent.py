@@ -20,6 +20,7 @@ from ember import lax, random
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
+from ember.nn._checks import require_key
 from ember.nn._module import Module
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell"]
@@ -98,10 +99,7 @@ def _dropout(x: Array, p: float, key: Array) -> Array:
 
 
 def _check_key(name: str, key: Any, why: str) -> None:
-    if key is None:
-        raise InvalidArgumentError(
-            f"{name}: {why} needs a random key: call it with key=ember.random.key(seed) (a fresh key per step), "
-            f"or call model.eval() for inference without dropout")
+    require_key(name, why, key)
     shape, dtype = getattr(key, "shape", None), getattr(key, "dtype", None)
     if shape != (2,) or dtype != np.uint32:
         raise InvalidArgumentError(

@@ -16,6 +16,7 @@ from ember.core.array import Array
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.nn._attention import MultiheadAttention
+from ember.nn._checks import require_key
 from ember.nn._containers import ModuleList
 from ember.nn._dropout import Dropout
 from ember.nn._linear import Linear
@@ -51,11 +52,8 @@ def _random(module: Module) -> bool:
 
 
 def _check_key(layer: Module, key: Array | None) -> None:
-    if key is None and _random(layer):
-        raise InvalidArgumentError(
-            f"{type(layer).__name__}: in training mode with dropout > 0 the layer drops activations at random: call "
-            f"it with key=ember.random.key(...) (a fresh key each step), or call model.eval() for deterministic "
-            f"results (or build it with dropout=0.0)")
+    if _random(layer):
+        require_key(type(layer).__name__, "in training mode, dropout > 0", key, hint=" (or build it with dropout=0.0)")
 
 
 def _keys(key: Array | None, n: int) -> list[Array | None]:
