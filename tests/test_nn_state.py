@@ -58,10 +58,11 @@ def test_state_is_an_immutable_pytree():
     _, state = _model()
     assert state.keys() == ["1", "3.1"] and len(state) == 2
     assert [name for name, _ in state.named_buffers()] == ["1.mean", "1.count", "3.1.mean", "3.1.count"]
-    # the leaves: layer by layer in model order, each layer's dict in key order (as any pytree dict)
-    assert [leaf.shape for leaf in tree.leaves(state)] == [(), (2,), (), (2,)]
+    # the leaves: layer by layer in model order, each layer's buffers in the order the layer gave them (as
+    # named_buffers lists them), not sorted as a plain dict's pytree would
+    assert [leaf for leaf in tree.leaves(state)] == [b for _, b in state.named_buffers()]
     paths = [tree.keystr(path) for path, _ in tree.leaves_with_path(state)]
-    assert paths == ["['1']['count']", "['1']['mean']", "['3.1']['count']", "['3.1']['mean']"]
+    assert paths == ["['1']['mean']", "['1']['count']", "['3.1']['mean']", "['3.1']['count']"]
     doubled = tree.map(lambda b: b + 1, state)
     assert isinstance(doubled, nn.State) and doubled["3.1.count"].item() == 1 and state["3.1.count"].item() == 0
     assert tree.structure(doubled) == tree.structure(state)
@@ -72,6 +73,35 @@ def test_state_is_an_immutable_pytree():
         state["1.var"]
     assert set(state["1"]) == {"mean", "count"}
     assert repr(state) == "State(1.mean: f32[2], 1.count: i32[], 3.1.mean: f32[2], 3.1.count: i32[])"
+
+
+class RunningMeanCountFirst(RunningMean):
+    """RunningMean writing its entry in another order than initial_state's."""
+
+    def __call__(self, x, state, *, key=None):
+        s = state.get(self)
+        new = {"count": s["count"] + 1, "mean": (1 - self.momentum) * s["mean"] + self.momentum * x.mean(0)}
+        return x - s["mean"], state.set(self, new)
+
+
+def test_state_keeps_each_layers_buffer_order():
+    order = lambda s: [name for name, _ in s.named_buffers()]  # noqa: E731
+    model, state = nn.make_with_state(nn.Sequential)(RunningMeanCountFirst(2), nn.Tanh(), RunningMean(2))
+    names = ["0.mean", "0.count", "2.mean", "2.count"]  # initial_state's order, not sorted
+    assert order(state) == names
+    x = enp.ones((3, 2))
+    eager = model(x, state)[1]
+    traced = ember.jit(lambda m, s: m(x, s))(model, state)[1]
+    assert order(eager) == order(traced) == order(tree.map(lambda b: b, state)) == names
+    assert tree.structure(eager) == tree.structure(traced) == tree.structure(state)
+    # a lax.scan carry must keep its structure step after step
+    final, _ = ember.lax.scan(lambda s, xi: (model(xi, s)[1], None), state, enp.ones((4, 3, 2)))
+    assert order(final) == names and final["0.count"].item() == 4
+    # a State given dicts keeps their order and copies them (the State stays immutable)
+    entry = {"b": enp.zeros(1), "a": enp.ones(1)}
+    built = nn.State({"x": entry})
+    entry["c"] = enp.zeros(1)
+    assert order(built) == ["x.b", "x.a"] and order(tree.map(lambda b: b, built)) == ["x.b", "x.a"]
 
 
 def test_stack_modules_stacks_states():

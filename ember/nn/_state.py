@@ -10,6 +10,7 @@ models built the same way have the same static structure: they stack (``nn.stack
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -38,7 +39,7 @@ class State:
     __slots__ = ("_values",)
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
-        object.__setattr__(self, "_values", dict(values or {}))
+        object.__setattr__(self, "_values", {k: _entry(v) for k, v in (values or {}).items()})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise InvalidArgumentError("nn.State is immutable: stateful layers return a new State")
@@ -54,8 +55,14 @@ class State:
 
     def set(self, layer: Module, value: Any) -> State:
         """A new State with ``layer``'s entry replaced by ``value``."""
+        key = _key_of(layer)
+        old = self._values.get(key)
+        if isinstance(old, Mapping) and isinstance(value, Mapping) and set(old) == set(value):
+            # The entry's buffers in their first order, whatever order the layer wrote them in: the order is
+            # part of the pytree structure, and a state that changed it would not match its own trace (scan carry)
+            value = OrderedDict((name, value[name]) for name in old)
         values = dict(self._values)
-        values[_key_of(layer)] = value
+        values[key] = value
         return State(values)
 
     def __getitem__(self, name: str) -> Any:
@@ -100,6 +107,16 @@ class State:
         items = ", ".join(f"{name}: {_short_value(b).replace('float', 'f').replace('int', 'i')}"
                           for name, b in self.named_buffers())  # fmt: skip
         return f"State({items})"
+
+
+def _entry(value: Any) -> Any:
+    """A layer's entry as stored: a dict becomes an OrderedDict (a copy, so the State stays immutable).
+
+    A plain dict's pytree sorts its keys, so after ``jit`` or ``tree_map`` BatchNorm's entry would list
+    ``num_batches_tracked`` first; an OrderedDict keeps the order the layer gave (PyTorch's buffer order),
+    eager and traced alike.
+    """
+    return OrderedDict(value) if isinstance(value, dict) else value
 
 
 def _flatten(state: State):
