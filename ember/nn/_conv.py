@@ -104,7 +104,6 @@ class _ConvNd(Module):
 
 
 class _Conv(_ConvNd):
-    # Each concrete class writes its __init__ again: nn.Module makes a dataclass __init__ for a class without one.
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
                  padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
@@ -129,7 +128,7 @@ class _Conv(_ConvNd):
 
 
 class _ConvTranspose(_ConvNd):
-    _transposed = True  # each concrete class writes its __init__ again (see _Conv)
+    _transposed = True
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
                  padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
@@ -168,7 +167,6 @@ class _ConvTranspose(_ConvNd):
                     self.dilation)
 
 
-
 class Conv1d(_Conv):
     """1-d convolution over (N, C_in, L) or (C_in, L), as ``torch.nn.Conv1d``.
 
@@ -192,12 +190,6 @@ class Conv1d(_Conv):
     """
 
     _n = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, key=key, dtype=dtype)  # fmt: skip
 
 
 class Conv2d(_Conv):
@@ -224,12 +216,6 @@ class Conv2d(_Conv):
 
     _n = 2
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, key=key, dtype=dtype)  # fmt: skip
-
 
 class Conv3d(_Conv):
     """3-d convolution over (N, C_in, D, H, W) or (C_in, D, H, W), as ``torch.nn.Conv3d``.
@@ -245,12 +231,6 @@ class Conv3d(_Conv):
     """
 
     _n = 3
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, key=key, dtype=dtype)  # fmt: skip
 
 
 class ConvTranspose1d(_ConvTranspose):
@@ -276,12 +256,6 @@ class ConvTranspose1d(_ConvTranspose):
 
     _n = 1
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
-                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, padding_mode, key=key, dtype=dtype)  # fmt: skip
-
 
 class ConvTranspose2d(_ConvTranspose):
     """2-d transposed convolution, as ``torch.nn.ConvTranspose2d`` (weight (in, out / groups, kH, kW)).
@@ -301,12 +275,6 @@ class ConvTranspose2d(_ConvTranspose):
 
     _n = 2
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
-                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, padding_mode, key=key, dtype=dtype)  # fmt: skip
-
 
 class ConvTranspose3d(_ConvTranspose):
     """3-d transposed convolution, as ``torch.nn.ConvTranspose3d`` (weight (in, out / groups, kD, kH, kW)).
@@ -322,9 +290,3 @@ class ConvTranspose3d(_ConvTranspose):
     """
 
     _n = 3
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
-                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, padding_mode, key=key, dtype=dtype)  # fmt: skip

@@ -8,10 +8,12 @@ They hold no arrays; each calls its function in ``ember.nn.functional``, which c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ember.core.array import Array
 from ember.nn._module import Module
 from ember.nn.functional import _pooling as fp
+from ember.nn.functional._conv import ntuple
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -23,7 +25,7 @@ __all__ = [
 IntOrTuple = int | Sequence[int]
 
 
-def _static(value):
+def _static(value: Any) -> Any:
     """Lists as tuples: hyperparameters are static, so they must be hashable."""
     return tuple(value) if isinstance(value, list) else value
 
@@ -43,7 +45,7 @@ class _MaxPoolNd(Module):
         self.padding, self.dilation = _static(padding), _static(dilation)
         self.return_indices, self.ceil_mode = bool(return_indices), bool(ceil_mode)
 
-    def __call__(self, input: Array, *, key: Array | None = None):
+    def __call__(self, input: Array, *, key: Array | None = None) -> Array | tuple[Array, Array]:
         return self._fn(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                         self.return_indices)  # fmt: skip
 
@@ -97,9 +99,9 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0) -> None:
         name, n = type(self).__name__, self._n
-        self.kernel_size = fp._tuple(name, "kernel_size", kernel_size, n)
-        self.stride = fp._tuple(name, "stride", stride if stride is not None else kernel_size, n)
-        self.padding = fp._tuple(name, "padding", padding, n)
+        self.kernel_size = ntuple(name, "kernel_size", kernel_size, n)
+        self.stride = ntuple(name, "stride", stride if stride is not None else kernel_size, n)
+        self.padding = ntuple(name, "padding", padding, n)
 
     def __call__(self, input: Array, indices: Array, output_size: Sequence[int] | None = None, *,
                  key: Array | None = None) -> Array:  # fmt: skip
@@ -170,10 +172,10 @@ class AvgPool1d(Module):
 
     def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True) -> None:  # fmt: skip
-        single = lambda name, v: fp._tuple("AvgPool1d", name, v, 1)  # noqa: E731
-        self.kernel_size = single("kernel_size", kernel_size)
-        self.stride = single("stride", stride if stride is not None else kernel_size)
-        self.padding = single("padding", padding)
+        # PyTorch's AvgPool1d (alone of the average pools) stores its sizes as 1-tuples, so its repr shows (3,).
+        self.kernel_size = ntuple("AvgPool1d", "kernel_size", kernel_size, 1)
+        self.stride = ntuple("AvgPool1d", "stride", stride if stride is not None else kernel_size, 1)
+        self.padding = ntuple("AvgPool1d", "padding", padding, 1)
         self.ceil_mode, self.count_include_pad = bool(ceil_mode), bool(count_include_pad)
 
     def __call__(self, input: Array, *, key: Array | None = None) -> Array:
@@ -347,7 +349,7 @@ class _AdaptiveMaxPoolNd(Module):
     def __init__(self, output_size: int | Sequence[int | None], return_indices: bool = False) -> None:
         self.output_size, self.return_indices = _static(output_size), bool(return_indices)
 
-    def __call__(self, input: Array, *, key: Array | None = None):
+    def __call__(self, input: Array, *, key: Array | None = None) -> Array | tuple[Array, Array]:
         return self._fn(input, self.output_size, self.return_indices)
 
     def extra_repr(self) -> str:
