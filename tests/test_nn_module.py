@@ -180,6 +180,29 @@ def test_names_match_torch():
     assert [n for n, _ in e.named_parameters(prefix="model")] == [f"model.{n}" for n, _ in t.named_parameters()]
 
 
+class Heads(nn.Module):
+    heads: dict
+
+    def __call__(self, x, *, key=None):
+        return [head(x) for head in self.heads.values()]
+
+
+def test_dict_fields_keep_insertion_order_through_transforms():
+    # A plain dict's pytree sorts its keys; a module's dict child keeps the order it was built with, as
+    # torch.nn.ModuleDict does, whatever rebuilt it (tree_map, jit, eval, functional_call).
+    k = keys(2)
+    m = Heads({"b": nn.Linear(2, 3, key=k[0]), "a": nn.Linear(2, 1, key=k[1]), "c": Toggle()})
+    names = ["heads.b.weight", "heads.b.bias", "heads.a.weight", "heads.a.bias"]
+    assert [n for n, _ in m.named_parameters()] == names
+    rebuilt = [tree.map(lambda a: a * 1, m), ember.jit(lambda m: m)(m), m.eval().train(),
+               nn.tree_at(lambda m: m.heads["a"].bias, m, enp.zeros(1))]
+    for other in rebuilt:
+        assert [n for n, _ in other.named_parameters()] == names and list(other.heads) == ["b", "a", "c"]
+        assert tree.structure(other) == tree.structure(m)
+    assert list(m.eval().heads) == ["b", "a", "c"]
+    assert [o.shape for o in ember.jit(lambda m, x: m(x))(m, enp.ones(2))] == [(3,), (1,), (2,)]
+
+
 def test_sequential_names_and_slicing():
     k = keys(2)
     seq = nn.Sequential(nn.Linear(2, 3, key=k[0]), nn.Tanh(), nn.Linear(3, 1, key=k[1]))

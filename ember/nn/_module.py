@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -93,7 +94,15 @@ class _ModuleMeta(type):
                     f"__init__ or give the field a default")
         d["_ember_dynamic"] = tuple(f.name for f in cls._ember_fields
                                     if not f.metadata.get("static", False) and _holds_data(d[f.name]))  # fmt: skip
+        for name in d["_ember_dynamic"]:
+            d[name] = _insertion_ordered(d[name])
         return self
+
+
+def _insertion_ordered(value: Any) -> Any:
+    """A plain dict child as an OrderedDict: a dict's pytree sorts its keys, so ``jit``, ``tree_map`` or
+    ``eval()`` would reorder its entries (and ``named_parameters``); an OrderedDict keeps insertion order."""
+    return OrderedDict(value) if type(value) is dict else value
 
 
 # The modules being called on this thread, outermost first: a shape error names its layer's path.
@@ -219,7 +228,7 @@ def rebuild(module: Module, **changes: Any) -> Module:
     m = object.__new__(cls)
     d = m.__dict__
     d.update(module.__dict__)
-    d.update(changes)
+    d.update({name: _insertion_ordered(value) for name, value in changes.items()})
     d["_ember_dynamic"] = tuple(f.name for f in cls._ember_fields
                                 if not f.metadata.get("static", False)
                                 and (f.name in module._ember_dynamic or _holds_data(d[f.name])))  # fmt: skip
