@@ -402,7 +402,7 @@ class PReLU(Module):
     weight: Array
     num_parameters: int
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, *, dtype=None) -> None:
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, *, dtype: Any = None) -> None:
         self.num_parameters = int(num_parameters)
         self.weight = enp.full((self.num_parameters,), init, dtype=enp.float32 if dtype is None else dtype)
 

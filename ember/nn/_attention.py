@@ -7,6 +7,7 @@ PyTorch's second argument ``key`` is the keys tensor, so the random key for atte
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import ember.numpy as enp
 from ember import random
@@ -21,9 +22,9 @@ from ember.nn.functional._common import ArrayLike
 __all__ = ["MultiheadAttention"]
 
 
-def xavier_uniform(key: Array, shape: tuple[int, int], dtype=None) -> Array:
+def xavier_uniform(key: Array, shape: tuple[int, int], dtype: Any = None) -> Array:
     """PyTorch's ``xavier_uniform_`` for a 2-D weight (out, in): uniform on +-sqrt(6 / (in + out))."""
-    bound = math.sqrt(6.0 / (shape[0] + shape[1])) if shape[0] + shape[1] else 0.0
+    bound = math.sqrt(6.0 / (shape[0] + shape[1]))
     return random.uniform(key, shape, dtype=dtype, minval=-bound, maxval=bound)
 
 
@@ -87,7 +88,8 @@ class MultiheadAttention(Module):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
-                 vdim: int | None = None, batch_first: bool = False, *, key: Array, dtype=None) -> None:  # fmt: skip
+                 vdim: int | None = None, batch_first: bool = False, *, key: Array,
+                 dtype: Any = None) -> None:  # fmt: skip
         if embed_dim <= 0 or num_heads <= 0:
             raise InvalidArgumentError(f"MultiheadAttention: embed_dim and num_heads must be positive, got "
                                        f"embed_dim={embed_dim} and num_heads={num_heads}")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ember import random
 from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.nn._checks import describe
+from ember.nn._linear import uniform_init
 from ember.nn._module import Module
 from ember.nn.functional import _conv as fconv
 from ember.nn.functional._padding import pad
@@ -72,11 +74,8 @@ class _ConvNd(Module):
         # PyTorch's fan_in is weight.shape[1] * prod(kernel) for both (out / groups for a transposed one).
         fan_in = shape[1] * math.prod(self.kernel_size)
         wkey, bkey = random.split(key)
-        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-        self.weight = random.uniform(wkey, shape, dtype=dtype, minval=-bound, maxval=bound)
-        self.bias = None
-        if bias:
-            self.bias = random.uniform(bkey, (self.out_channels,), dtype=dtype, minval=-bound, maxval=bound)
+        self.weight = uniform_init(wkey, shape, fan_in, dtype)
+        self.bias = uniform_init(bkey, (self.out_channels,), fan_in, dtype) if bias else None
 
     def _check_input(self, x: Array) -> None:
         n = self._n
@@ -106,7 +105,7 @@ class _ConvNd(Module):
 class _Conv(_ConvNd):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
                  padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
+                 padding_mode: str = "zeros", *, key: Array, dtype: Any = None) -> None:  # fmt: skip
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, 0, key, dtype)  # fmt: skip
 
@@ -132,7 +131,8 @@ class _ConvTranspose(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
                  padding: IntOrTuple = 0, output_padding: IntOrTuple = 0, groups: int = 1, bias: bool = True,
-                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", *, key: Array, dtype=None) -> None:  # fmt: skip
+                 dilation: IntOrTuple = 1, padding_mode: str = "zeros", *, key: Array,
+                 dtype: Any = None) -> None:  # fmt: skip
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, key, dtype)  # fmt: skip
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ember.numpy as enp
 from ember import lax, random
 from ember.core.array import Array
@@ -51,7 +53,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                  sparse: bool = False, _weight: Array | None = None, _freeze: bool = False, *,
-                 key: Array | None = None, dtype=None) -> None:  # fmt: skip
+                 key: Array | None = None, dtype: Any = None) -> None:  # fmt: skip
         if sparse:
             raise InvalidArgumentError("Embedding: sparse=True (PyTorch's sparse gradients) is not supported; "
                                        "gradients are dense, pass sparse=False")  # fmt: skip

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-
-from ember import random
-from ember.core.array import Array
 from typing import Any
 
 import ember.numpy as enp
+from ember import random
+from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.nn._checks import describe
 from ember.nn._module import Module
@@ -17,8 +16,10 @@ from ember.nn.functional._linear import bilinear, linear
 __all__ = ["Bilinear", "Flatten", "Identity", "Linear", "Unflatten"]
 
 
-def uniform_init(key: Array, shape: tuple[int, ...], bound: float, dtype=None) -> Array:
-    """Uniform on [-bound, bound): PyTorch's default for Linear and Conv weights and biases (bound 1/sqrt(fan_in))."""
+def uniform_init(key: Array, shape: tuple[int, ...], fan_in: int, dtype: Any = None) -> Array:
+    """Uniform on [-1/sqrt(fan_in), 1/sqrt(fan_in)) (zeros for fan_in 0): PyTorch's default for the weights and
+    biases of Linear, Bilinear, the convolutions and the recurrent layers."""
+    bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
     return random.uniform(key, shape, dtype=dtype, minval=-bound, maxval=bound)
 
 
@@ -44,12 +45,12 @@ class Linear(Module):
     in_features: int
     out_features: int
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, key: Array, dtype=None) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, key: Array,
+                 dtype: Any = None) -> None:  # fmt: skip
         self.in_features, self.out_features = int(in_features), int(out_features)
         wkey, bkey = random.split(key)
-        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
-        self.weight = uniform_init(wkey, (out_features, in_features), bound, dtype)
-        self.bias = uniform_init(bkey, (out_features,), bound, dtype) if bias else None
+        self.weight = uniform_init(wkey, (out_features, in_features), in_features, dtype)
+        self.bias = uniform_init(bkey, (out_features,), in_features, dtype) if bias else None
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
         if getattr(x, "ndim", 0) < 1 or x.shape[-1] != self.in_features:
@@ -89,13 +90,12 @@ class Bilinear(Module):
     out_features: int
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, *, key: Array,
-                 dtype=None) -> None:  # fmt: skip
+                 dtype: Any = None) -> None:  # fmt: skip
         self.in1_features, self.in2_features = int(in1_features), int(in2_features)
         self.out_features = int(out_features)
         wkey, bkey = random.split(key)
-        bound = 1 / math.sqrt(in1_features) if in1_features > 0 else 0.0
-        self.weight = uniform_init(wkey, (out_features, in1_features, in2_features), bound, dtype)
-        self.bias = uniform_init(bkey, (out_features,), bound, dtype) if bias else None
+        self.weight = uniform_init(wkey, (out_features, in1_features, in2_features), in1_features, dtype)
+        self.bias = uniform_init(bkey, (out_features,), in1_features, dtype) if bias else None
 
     def __call__(self, input1: Array, input2: Array, *, key: Array | None = None) -> Array:
         for name, x, size in (("input1", input1, self.in1_features), ("input2", input2, self.in2_features)):

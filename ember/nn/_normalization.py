@@ -55,7 +55,7 @@ class LayerNorm(Module):
     elementwise_affine: bool
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, *, dtype=None) -> None:  # fmt: skip
+                 bias: bool = True, *, dtype: Any = None) -> None:  # fmt: skip
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = enp.ones(self.normalized_shape, dtype=dtype) if elementwise_affine else None
@@ -90,7 +90,7 @@ class RMSNorm(Module):
     elementwise_affine: bool
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
-                 elementwise_affine: bool = True, *, dtype=None) -> None:  # fmt: skip
+                 elementwise_affine: bool = True, *, dtype: Any = None) -> None:  # fmt: skip
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = enp.ones(self.normalized_shape, dtype=dtype) if elementwise_affine else None
@@ -141,7 +141,7 @@ class GroupNorm(Module):
     affine: bool
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *, bias: bool = True,
-                 dtype=None) -> None:  # fmt: skip
+                 dtype: Any = None) -> None:  # fmt: skip
         if num_groups <= 0 or num_channels % num_groups:
             raise InvalidArgumentError(f"GroupNorm: num_channels={num_channels} must be divisible by "
                                        f"num_groups={num_groups}")  # fmt: skip
@@ -200,7 +200,7 @@ class _NormBase(Module):
     dtype: Any
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, *, bias: bool = True, dtype=None) -> None:  # fmt: skip
+                 track_running_stats: bool = True, *, bias: bool = True, dtype: Any = None) -> None:  # fmt: skip
         self.num_features, self.eps, self.momentum = int(num_features), eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = enp.ones((num_features,), dtype=dtype) if affine else None
@@ -270,7 +270,7 @@ class _BatchNorm(_NormBase):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, *, bias: bool = True, axis_name: Any = None,
-                 dtype=None) -> None:  # fmt: skip
+                 dtype: Any = None) -> None:  # fmt: skip
         super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias, dtype=dtype)
         self.axis_name = axis_name
 
@@ -377,7 +377,7 @@ class _InstanceNorm(_NormBase):
     _what = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, *, bias: bool = True, dtype=None) -> None:  # fmt: skip
+                 track_running_stats: bool = False, *, bias: bool = True, dtype: Any = None) -> None:  # fmt: skip
         super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias, dtype=dtype)
 
     def __call__(self, x: Array, state: State | None = None, *, key: Array | None = None) -> Any:

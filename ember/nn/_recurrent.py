@@ -8,7 +8,6 @@ scan; only the hidden-to-hidden product is inside the loop.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.nn._checks import require_key
+from ember.nn._linear import uniform_init
 from ember.nn._module import Module
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell"]
@@ -119,10 +119,8 @@ def _shape_text(shape: tuple) -> str:
 
 def _init_params(shapes: list[tuple[str, tuple[int, ...]]], hidden_size: int, key: Array, dtype: Any) -> dict:
     """PyTorch's initialisation of every recurrent weight and bias: uniform on ±1/sqrt(hidden_size)."""
-    bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
     keys = random.split(key, len(shapes)) if shapes else []
-    return {name: random.uniform(k, shape, dtype=dtype, minval=-bound, maxval=bound)
-            for (name, shape), k in zip(shapes, keys)}  # fmt: skip
+    return {name: uniform_init(k, shape, hidden_size, dtype) for (name, shape), k in zip(shapes, keys)}
 
 
 def _check_sizes(name: str, input_size: int, hidden_size: int) -> tuple[int, int]:

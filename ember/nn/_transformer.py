@@ -115,7 +115,7 @@ class TransformerEncoderLayer(Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, *, key: Array, dtype=None) -> None:  # fmt: skip
+                 norm_first: bool = False, bias: bool = True, *, key: Array, dtype: Any = None) -> None:  # fmt: skip
         k_attn, k1, k2 = random.split(key, 3)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             key=k_attn, dtype=dtype)  # fmt: skip
@@ -187,7 +187,7 @@ class TransformerDecoderLayer(Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, *, key: Array, dtype=None) -> None:  # fmt: skip
+                 norm_first: bool = False, bias: bool = True, *, key: Array, dtype: Any = None) -> None:  # fmt: skip
         k_self, k_cross, k1, k2 = random.split(key, 4)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             key=k_self, dtype=dtype)  # fmt: skip
