@@ -357,12 +357,14 @@ def test_ad_seed_multiply_disappears():
     (lambda x: x * 1.0, []),
     (lambda x: 1.0 * x, []),
     (lambda x: x / 1.0, []),
-    (lambda x: x + 0.0, []),
-    (lambda x: 0.0 + x, []),
+    (lambda x: x + -0.0, []),
+    (lambda x: -0.0 + x, []),
+    (lambda x: x + 0.0, ["add"]),  # -0.0 + 0.0 is 0.0: see test_signed_zeros_are_kept
     (lambda x: x - 0.0, []),
     (lambda x: 0.0 - x, ["sub"]),
     (lambda x: x * enp.ones(3), []),
-    (lambda x: x + enp.zeros((2, 3)), []),
+    (lambda x: x + enp.full((2, 3), -0.0), []),
+    (lambda x: x + enp.zeros((2, 3)), ["add"]),
     (lambda x: x * enp.ones((4, 2, 3)), ["mul"]),  # broadcasting changes the shape: not x
     (lambda x: x * enp.ones((2, 3), "float16").astype("float32"), []),
     (lambda x: x * enp.full((2, 3), 2.0), ["mul"]),
@@ -375,6 +377,96 @@ def test_identities(f, left):
     new, _ = _apply(optimize, program, consts, x)
     assert _prims(new) == left
     np.testing.assert_allclose(_run(new, optimize(program, consts)[1], x)[0], np.asarray(f(enp.asarray(x))))
+
+
+def _bits(a) -> np.ndarray:
+    a = np.asarray(a)
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1)
+
+
+def _assert_same_bits(actual, expected):
+    """Equal bit for bit (so 0.0 and -0.0 differ), with the same dtype and shape."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_array_equal(_bits(actual), _bits(expected), err_msg=f"{actual!r} != {expected!r}")
+
+
+def test_jit_keeps_the_sign_of_a_zero_gradient():
+    # The x * 0 term's cotangent is a constant 0.0; the maximum's is -0.0 at x = 1 (the branch not
+    # taken gives 0.0, negated). Eager adds them (0.0 + -0.0 = 0.0); dropping the add gave -0.0.
+    g = ember.grad(lambda x: enp.maximum(0.5 - x, 0.0) + x * 0)
+    for x in (1.0, 0.25, np.float32(1.0)):
+        _assert_same_bits(ember.jit(g)(x), g(x))
+    _assert_same_bits(ember.jit(g)(1.0), np.float32(0.0))  # JAX's value
+    f = ember.grad(lambda x: enp.sum(enp.maximum(0.5 - x, 0.0) + x * 0))
+    x = np.array([1.0, 0.5, 0.0, -1.0], np.float32)
+    _assert_same_bits(ember.jit(f)(x), f(x))
+
+
+NEG_ZERO_INPUT = np.array([-0.0, 0.0, -1.5, 2.0, np.inf, np.nan], np.float32)
+
+
+@pytest.mark.parametrize("f, left", [
+    # not the identity on -0.0: kept
+    (lambda x: x + 0.0, ["add"]),
+    (lambda x: 0.0 + x, ["add"]),
+    (lambda x: x - -0.0, ["sub"]),
+    (lambda x: x + enp.zeros(6), ["add"]),
+    (lambda x: x + enp.zeros((), "int32").astype("float32"), ["add"]),  # an integer 0 converts to 0.0
+    (lambda x: x + enp.full(6, -0.0).astype("int32").astype("float32"), ["add"]),  # so does -0.0 through int
+    (lambda x: x + enp.array([-0.0, 0.0, -0.0, -0.0, -0.0, -0.0], "float32"), ["add"]),  # zeros of both signs
+    (lambda x: x + lax.broadcast_in_dim(enp.float32(0.0), (6,), ()), ["add"]),
+    # the identity for every x: dropped
+    (lambda x: x + -0.0, []),
+    (lambda x: -0.0 + x, []),
+    (lambda x: x - 0.0, []),
+    (lambda x: x + enp.full(6, -0.0), []),
+    (lambda x: x + enp.full(6, -0.0, "float16").astype("float32"), []),  # -0.0 stays -0.0 between floats
+    (lambda x: x - enp.zeros((), "int32").astype("float32"), []),
+    (lambda x: x * 1.0, []),
+    (lambda x: x / 1.0, []),
+])  # fmt: skip
+def test_signed_zeros_are_kept(f, left):
+    x = NEG_ZERO_INPUT
+    program, consts = _ir(f, x)
+    new, new_consts = _apply(optimize, program, consts, x)
+    assert _prims(new) == left
+    expected = f(x)  # NumPy's float32 arithmetic (the ember constants convert to NumPy scalars/arrays)
+    _assert_same_bits(_run(new, new_consts, x)[0], expected)
+    _assert_same_bits(ember.jit(f)(x), expected)
+    _assert_same_bits(f(enp.asarray(x)), expected)  # eager, to be sure the reference is eager's
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_signed_zeros_in_other_float_dtypes(dtype, op):
+    with ember.config.x64(dtype in ("float64", "complex128")):
+        _check_signed_zero(dtype, op)
+
+
+def _check_signed_zero(dtype: str, op: str):
+    complex_ = dtype.startswith("complex")
+    values = [complex(-0.0, -0.0), complex(-0.0, 0.0), complex(0.0, -0.0), complex(0.0, 0.0), complex(1, -0.0)]
+    x = np.array(values if complex_ else [v.real for v in values]).astype(enp.dtype(dtype))
+    apply = {"add": lambda x, z: x + z, "sub": lambda x, z: x - z}[op]
+    for zero in values[:4] if complex_ else (-0.0, 0.0):
+        z = np.asarray(zero).astype(x.dtype)
+        # NumPy says whether x op zero is x bit for bit on every kind of zero: then the op goes
+        identity = bool(np.all(_bits(apply(x, z)) == _bits(x)))
+        f = lambda x, z=enp.asarray(z): apply(x, z)  # noqa: E731
+        new, _ = optimize(*_ir(f, x))
+        assert (_prims(new) == []) == identity, (dtype, op, zero)
+        _assert_same_bits(ember.jit(f)(x), apply(x, z))
+        _assert_same_bits(f(enp.asarray(x)), apply(x, z))
+
+
+def test_integer_zeros_are_dropped():
+    x = np.array([-3, 0, 5], np.int32)
+    for f in (lambda x: x + 0, lambda x: 0 + x, lambda x: x - 0, lambda x: x + enp.zeros(3, "int32")):
+        program, consts = _ir(f, x)
+        new, new_consts = _apply(optimize, program, consts, x)
+        assert _prims(new) == []
+        np.testing.assert_array_equal(_run(new, new_consts, x)[0], x)
 
 
 def test_multiply_by_one_keeps_dtype_and_weak_type():

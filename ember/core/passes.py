@@ -8,8 +8,8 @@ are tracers of an outer transform are never evaluated.
 
 - `fold_constants`: an equation of constants only is run now; its outputs become constants.
 - `inline_scalar_constants`: a concrete scalar constant becomes a `Literal` in the equations.
-- `simplify`: algebraic rewrites (x * 1, x + 0, neg of neg, transpose / reshape / broadcast
-  chains, a transpose into dot_general's dimension numbers, ...).
+- `simplify`: algebraic rewrites (x * 1, x + (-0.0), x - 0.0, neg of neg, transpose / reshape /
+  broadcast chains, a transpose into dot_general's dimension numbers, ...).
 - `eliminate_common_subexpressions`: equal equations on equal operands are computed once.
 - `eliminate_dead_code`: equations and constants that no output needs are dropped.
 
@@ -21,6 +21,8 @@ counter operands, so two draws from the same key and counters are one computatio
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -265,19 +267,29 @@ class _Simplifier:
         eqn = self.producer.get(v) if type(v) is Var else None
         return eqn if eqn is not None and eqn.primitive in primitives else None
 
-    def is_filled_with(self, v: Atom, value: int) -> bool:
-        """Whether every element of `v` is known to equal `value` (a literal, a constant, or such a
-        value broadcast, reshaped or converted)."""
+    def unit_in(self, v: Atom, unit: int) -> Any:
+        """When every element of `v` is known to be `unit` (0 or 1), bit for bit the same (a literal, a
+        constant, or such a value broadcast, reshaped or converted): that value as a NumPy scalar of v's
+        dtype, whose sign tells -0.0 from 0.0. Otherwise None."""
+        converts = []
         while type(v) is Var and v not in self.known:
             eqn = self.producer.get(v)
             if eqn is None or eqn.primitive not in _LAYOUT:
-                return False
+                return None
+            if eqn.primitive is convert_element_type_p:
+                converts.append(eqn.params["new_dtype"])
             v = eqn.inputs[0]
-        filled = self._filled(v)
-        return filled is not None and bool(filled == value)
+        value = self._filled(v)
+        if value is None or not bool(value == unit):
+            return None
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # complex -> real drops a (zero) imaginary part
+            for dtype in reversed(converts):  # as the kernels convert: int 0 -> +0.0, -0.0 -> -0.0 in any float
+                value = np.asarray(value).astype(dtypes.to_dtype(dtype))[()]
+        return value
 
     def _filled(self, v: Atom) -> Any:
-        """The value every element of the constant `v` has, or None."""
+        """The value every element of the constant `v` has, bit for bit (so not a mix of 0.0 and -0.0), or None."""
         if type(v) is Literal:
             if v.aval.shape == ():
                 return v.value
@@ -286,8 +298,10 @@ class _Simplifier:
             return self._uniform[v]
         else:
             array = self.known[v]._value
-        first = array.flat[0] if array.size else None
-        value = first if first is not None and bool(np.all(array == first)) else None
+        value = None
+        if array.size:
+            rows = np.ascontiguousarray(array).reshape(-1).view(np.uint8).reshape(array.size, -1)
+            value = array.flat[0] if bool(np.all(rows == rows[0])) else None
         if type(v) is Var:
             self._uniform[v] = value
         return value
@@ -373,8 +387,10 @@ def simplify(program: Program, consts: list[Any]) -> tuple[Program, list[Any]]:
 
     - ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the result has
       x's shape, dtype and weak type (the ones or zeros: a literal, a constant filled with one value,
-      or such a value broadcast; AD's seeds are these). ``x + 0`` turns a -0.0 into +0.0 in IEEE
-      arithmetic; like XLA, the rewrite ignores the sign of zero.
+      or such a value broadcast; AD's seeds are these), and only where that is exact for every x:
+      for floats (and each part of a complex) ``x + (-0.0)`` and ``x - 0.0``, not ``x + 0.0`` or
+      ``x - (-0.0)``, which turn a -0.0 into 0.0 (so the jitted result keeps eager's sign of zero);
+      any integer zero.
     - ``neg (neg x)`` -> ``x``; ``convert_element_type`` to x's own dtype and weak type -> ``x``.
     - transpose of transpose -> one transpose (the identity permutation -> ``x``); a transpose of
       a dot_general that swaps its two free-dimension blocks -> dot_general with swapped operands.
@@ -392,15 +408,40 @@ def simplify(program: Program, consts: list[Any]) -> tuple[Program, list[Any]]:
     return _drop_unused_constants(program, consts)
 
 
-def _identity_element(unit: int, commutative: bool) -> Callable[[_Simplifier, Eqn], Atom | None]:
-    """The rule for ``x op unit -> x`` (and ``unit op x -> x`` when `commutative`)."""
+def _signs(zero: Any) -> tuple[bool, ...]:
+    """Whether each real component of a floating or complex zero is -0.0 (none for integers and bools)."""
+    if dtypes.is_complex(zero.dtype):
+        return (math.copysign(1.0, float(zero.real)) < 0, math.copysign(1.0, float(zero.imag)) < 0)
+    if dtypes.is_floating(zero.dtype):
+        return (math.copysign(1.0, float(zero)) < 0,)
+    return ()
+
+
+def _any_one(one: Any) -> bool:
+    """x * 1 and x / 1 are x for every x (-0.0, infinities and NaN included)."""
+    return True
+
+
+def _negative_zero(zero: Any) -> bool:
+    """x + zero is x for every x, -0.0 included: zero is -0.0 (each component; any integer 0)."""
+    return all(_signs(zero))
+
+
+def _positive_zero(zero: Any) -> bool:
+    """x - zero is x for every x, -0.0 included: zero is +0.0 (each component; any integer 0)."""
+    return not any(_signs(zero))
+
+
+def _identity_element(unit: int, exact: Callable[[Any], bool], commutative: bool):
+    """The rule for ``x op unit -> x`` (and ``unit op x -> x`` when `commutative`), made only when
+    `exact` says the unit, as it is (its sign), leaves every x unchanged bit for bit."""
 
     def rule(s: _Simplifier, eqn: Eqn) -> Atom | None:
         x, y = eqn.inputs
         out = eqn.outvars[0].aval
-        if x.aval == out and s.is_filled_with(y, unit):
+        if x.aval == out and (value := s.unit_in(y, unit)) is not None and exact(value):
             return x
-        if commutative and y.aval == out and s.is_filled_with(x, unit):
+        if commutative and y.aval == out and (value := s.unit_in(x, unit)) is not None and exact(value):
             return y
         return None
 
@@ -533,10 +574,10 @@ def _diagonal_product(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
 
 
 _RULES: dict[Primitive, Callable[[_Simplifier, Eqn], Atom | Eqn | None]] = {
-    mul_p: _identity_element(1, commutative=True),
-    div_p: _identity_element(1, commutative=False),
-    add_p: _identity_element(0, commutative=True),
-    sub_p: _identity_element(0, commutative=False),
+    mul_p: _identity_element(1, _any_one, commutative=True),
+    div_p: _identity_element(1, _any_one, commutative=False),
+    add_p: _identity_element(0, _negative_zero, commutative=True),
+    sub_p: _identity_element(0, _positive_zero, commutative=False),
     neg_p: _neg,
     convert_element_type_p: _convert,
     transpose_p: _transpose,
