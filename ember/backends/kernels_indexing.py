@@ -120,9 +120,10 @@ def scatter_kernel(xp, ufunc, operand, indices, updates, dn, mode):
         index = None
         if d in dn.scatter_dims_to_operand_dims:
             start = starts[..., dn.scatter_dims_to_operand_dims.index(d)]
-            if mode == "clip":
+            if mode == "clip" and size <= n:
                 start = xp.clip(start, 0, n - size)
-            else:  # fill/drop and promise_in_bounds: updates that do not fit are dropped
+            else:  # fill/drop and promise_in_bounds: updates that do not fit are dropped; so are clip mode's
+                # into an empty dimension, where no start fits (JAX clamps, then XLA drops what still does not fit)
                 ok = (start >= 0) & (start <= n - size)
                 valid = ok if valid is None else valid & ok
             index = start.reshape(batch_shape + (1,) * len(window_shape))

@@ -258,17 +258,30 @@ def _scatter_dn_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
     return ScatterDimensionNumbers(*(tuple(field) for field in dn))
 
 
+def _gather_or_zeros(operand, indices, *, slice_sizes, **params):
+    """``gather_p.bind``, or zeros of its output's shape when a collapsed or batching dimension of `operand`
+    is empty. The builders below ask for a slice of size 1 along such a dimension, which does not fit an
+    empty one (XLA's gather rejects it too); no index vector can read anything there, so every element
+    of the output (empty itself when the indices are) is out of bounds, and they all read 0 (as JAX's
+    batching rule answers for an empty batch)."""
+    sizes = tuple(slice_sizes)
+    if all(s <= n for s, n in zip(sizes, operand.shape)):
+        return gather_p.bind(operand, indices, slice_sizes=sizes, **params)
+    fitted = tuple(min(s, n) for s, n in zip(sizes, operand.shape))  # only dropped dimensions differ: same shape
+    return zeros(_gather_rule(operand.aval, indices.aval, slice_sizes=fitted, **params))
+
+
 def _gather_back(x, indices, updates_shape, dn: ScatterDimensionNumbers, mode: str, unique_indices=False,
                  indices_are_sorted=False):  # fmt: skip
     """The gather that reads, for every element of a scatter's updates, the element of `x` (operand-shaped)
-    it lands on; 0 for updates the scatter drops."""
+    it lands on; 0 for updates the scatter drops (all of them when an inserted dimension of `x` is empty)."""
     sizes, window = [], iter(dn.update_window_dims)
     for d in range(x.ndim):
         dropped = d in dn.inserted_window_dims or d in dn.operand_batching_dims
         sizes.append(1 if dropped else updates_shape[next(window)])
-    return gather_p.bind(x, indices, dimension_numbers=_gather_dn_of(dn), slice_sizes=tuple(sizes),
-                         mode=_gather_mode_for_scatter(mode), fill_value=0, indices_are_sorted=indices_are_sorted,
-                         unique_indices=unique_indices)  # fmt: skip
+    return _gather_or_zeros(x, indices, dimension_numbers=_gather_dn_of(dn), slice_sizes=tuple(sizes),
+                            mode=_gather_mode_for_scatter(mode), fill_value=0, indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices)  # fmt: skip
 
 
 def _full(aval: ShapedArray, value):
@@ -551,8 +564,9 @@ def _gather_batch(size, args, dims, *, dimension_numbers, slice_sizes, mode, fil
         offset_dims=shift_axes(dn.offset_dims), collapsed_slice_dims=shift_axes(dn.collapsed_slice_dims),
         start_index_map=shift_axes(dn.start_index_map), operand_batching_dims=(0, *shift_axes(dn.operand_batching_dims)),
         start_indices_batching_dims=(0, *shift_axes(dn.start_indices_batching_dims)))  # fmt: skip
-    out = gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=(1, *slice_sizes), mode=mode,
-                        fill_value=fill_value, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)  # fmt: skip
+    # An empty batch: zeros of the (empty) output, as the size-1 slice along the batch axis does not fit.
+    out = _gather_or_zeros(operand, indices, dimension_numbers=numbers, slice_sizes=(1, *slice_sizes), mode=mode,
+                           fill_value=fill_value, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)  # fmt: skip
     return out, 0
 
 
@@ -626,8 +640,8 @@ def _dynamic_slice_batch(size, args, dims, *, slice_sizes):
                                          start_index_map=tuple(range(1, n + 1)), operand_batching_dims=(0,),
                                          start_indices_batching_dims=(0,))  # fmt: skip
         sizes = (1, *slice_sizes)
-    out = gather_p.bind(operand, indices, dimension_numbers=numbers, slice_sizes=sizes, mode=GatherScatterMode.CLIP,
-                        fill_value=None, indices_are_sorted=False, unique_indices=False)  # fmt: skip
+    out = _gather_or_zeros(operand, indices, dimension_numbers=numbers, slice_sizes=sizes, mode=GatherScatterMode.CLIP,
+                           fill_value=None, indices_are_sorted=False, unique_indices=False)  # fmt: skip
     return out, 0
 
 
