@@ -22,6 +22,7 @@ from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.nn._checks import require_key
 from ember.nn._linear import uniform_init
 from ember.nn._module import Module
+from ember.nn.functional._dropout import dropout
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell"]
 
@@ -89,13 +90,6 @@ def _run_direction(mode: str, x: Array, h0: Array, c0: Array | None, w: dict, re
 
     (h_n, c_n), ys = lax.scan(body, (h0, c0), x_proj, reverse=reverse)
     return ys, h_n, c_n
-
-
-def _dropout(x: Array, p: float, key: Array) -> Array:
-    if p >= 1:
-        return enp.zeros_like(x)
-    keep = random.bernoulli(key, 1.0 - p, x.shape)
-    return enp.where(keep, x / (1.0 - p), 0)
 
 
 def _check_key(name: str, key: Any, why: str) -> None:
@@ -298,7 +292,7 @@ class _RNNBase(Module):
                 c_n.append(c)
             x = outs[0] if len(outs) == 1 else enp.concatenate(outs, axis=-1)
             if use_dropout and layer < self.num_layers - 1:
-                x = _dropout(x, self.dropout, keys[layer])
+                x = dropout(x, self.dropout, key=keys[layer])
         h_n = enp.stack(h_n)
         c_n = enp.stack(c_n) if lstm else None
         if unbatched:
