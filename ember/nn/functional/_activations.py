@@ -14,7 +14,7 @@ import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
+from ember.nn.functional._common import ArrayLike, floating_input
 from ember.scipy.special import erf
 
 __all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
@@ -23,15 +23,6 @@ __all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _floating(op: str, x: ArrayLike) -> Array:
-    """``x`` as an ember array, which must be floating (PyTorch's kernels for these reject integers)."""
-    x = enp.asarray(x)
-    if not enp.issubdtype(x.dtype, enp.floating):
-        raise DTypeError(f"{op}: expected a floating input, got {x.dtype} of shape {x.shape}; "
-                         f"convert it first, e.g. {op}(x.astype(enp.float32))")  # fmt: skip
-    return x
 
 
 def _real(op: str, x: ArrayLike) -> Array:
@@ -84,7 +75,7 @@ def leaky_relu(input: ArrayLike, negative_slope: float = 0.01, inplace: bool = F
     >>> F.leaky_relu(enp.array([-2.0, 3.0]), 0.5).tolist()
     [-1.0, 3.0]
     """
-    x = _floating("leaky_relu", input)
+    x = floating_input("leaky_relu", input)
     return enp.where(x > 0, x, x * negative_slope)
 
 
@@ -96,7 +87,7 @@ def elu(input: ArrayLike, alpha: float = 1.0, inplace: bool = False) -> Array:
     >>> print(F.elu(enp.array([-1.0, 2.0]), alpha=2.0).round(4))
     [-1.2642  2.    ]
     """
-    x = _floating("elu", input)
+    x = floating_input("elu", input)
     return enp.where(x > 0, x, alpha * enp.expm1(_nonpositive(x)))
 
 
@@ -108,7 +99,7 @@ def selu(input: ArrayLike, inplace: bool = False) -> Array:
     >>> print(F.selu(enp.array([-1.0, 1.0])).round(4))
     [-1.1113  1.0507]
     """
-    return _SELU_SCALE * elu(_floating("selu", input), _SELU_ALPHA)
+    return _SELU_SCALE * elu(floating_input("selu", input), _SELU_ALPHA)
 
 
 def celu(input: ArrayLike, alpha: float = 1.0, inplace: bool = False) -> Array:
@@ -119,7 +110,7 @@ def celu(input: ArrayLike, alpha: float = 1.0, inplace: bool = False) -> Array:
     >>> print(F.celu(enp.array([-1.0, 1.0]), alpha=0.5).round(4))
     [-0.4323  1.    ]
     """
-    x = _floating("celu", input)
+    x = floating_input("celu", input)
     if alpha == 0:
         raise InvalidArgumentError("celu: alpha=0 divides by zero (the negative part is alpha * expm1(x / alpha)); "
                                    "use a nonzero alpha, or relu for the alpha -> 0 limit")  # fmt: skip
@@ -138,7 +129,7 @@ def prelu(input: ArrayLike, weight: ArrayLike) -> Array:
     >>> F.prelu(enp.array([[-1.0, -1.0], [2.0, -4.0]]), enp.array([0.25, 0.5])).tolist()
     [[-0.25, -0.5], [2.0, -2.0]]
     """
-    x, w = _floating("prelu", input), enp.asarray(weight)
+    x, w = floating_input("prelu", input), enp.asarray(weight)
     if w.ndim > 1:
         raise ShapeError(
             f"prelu: weight must be a scalar or 1-d (one slope per channel), got shape {w.shape} ({w.dtype})")
@@ -195,7 +186,7 @@ def hardsigmoid(input: ArrayLike, inplace: bool = False) -> Array:
     >>> F.hardsigmoid(enp.array([-4.0, 0.0, 1.5, 4.0])).tolist()
     [0.0, 0.5, 0.75, 1.0]
     """
-    x = _floating("hardsigmoid", input)
+    x = floating_input("hardsigmoid", input)
     return hardtanh(x + 3, 0.0, 6.0) / 6
 
 
@@ -207,7 +198,7 @@ def hardswish(input: ArrayLike, inplace: bool = False) -> Array:
     >>> F.hardswish(enp.array([-4.0, 0.0, 1.5, 4.0])).tolist()
     [-0.0, 0.0, 1.125, 4.0]
     """
-    x = _floating("hardswish", input)
+    x = floating_input("hardswish", input)
     return x * hardsigmoid(x)
 
 
@@ -224,7 +215,7 @@ def softshrink(input: ArrayLike, lambd: float = 0.5) -> Array:
     >>> F.softshrink(enp.array([-2.0, 0.25, 1.0])).tolist()
     [-1.5, 0.0, 0.5]
     """
-    x = _floating("softshrink", input)
+    x = floating_input("softshrink", input)
     _check_lambd("softshrink", lambd)
     return enp.where(x > lambd, x - lambd, enp.where(x < -lambd, x + lambd, x * 0))
 
@@ -237,7 +228,7 @@ def hardshrink(input: ArrayLike, lambd: float = 0.5) -> Array:
     >>> F.hardshrink(enp.array([-2.0, 0.25, 1.0])).tolist()
     [-2.0, 0.0, 1.0]
     """
-    x = _floating("hardshrink", input)
+    x = floating_input("hardshrink", input)
     _check_lambd("hardshrink", lambd)
     return enp.where((x >= -lambd) & (x <= lambd), enp.zeros_like(x), x)
 
@@ -250,7 +241,7 @@ def tanhshrink(input: ArrayLike) -> Array:
     >>> print(F.tanhshrink(enp.array([0.0, 1.0])).round(4))
     [0.     0.2384]
     """
-    x = _floating("tanhshrink", input)
+    x = floating_input("tanhshrink", input)
     return x - enp.tanh(x)
 
 
@@ -265,7 +256,7 @@ def sigmoid(input: ArrayLike) -> Array:
     >>> print(F.sigmoid(enp.array([0.0, 2.0])).round(4))
     [0.5    0.8808]
     """
-    return lax.logistic(_floating("sigmoid", input))
+    return lax.logistic(floating_input("sigmoid", input))
 
 
 def tanh(input: ArrayLike) -> Array:
@@ -276,7 +267,7 @@ def tanh(input: ArrayLike) -> Array:
     >>> print(F.tanh(enp.array([0.0, 1.0])).round(4))
     [0.     0.7616]
     """
-    return enp.tanh(_floating("tanh", input))
+    return enp.tanh(floating_input("tanh", input))
 
 
 def logsigmoid(input: ArrayLike) -> Array:
@@ -287,7 +278,7 @@ def logsigmoid(input: ArrayLike) -> Array:
     >>> print(F.logsigmoid(enp.array([-200.0, 0.0])).round(4))
     [-200.        -0.6931]
     """
-    x = _floating("logsigmoid", input)
+    x = floating_input("logsigmoid", input)
     neg = x < 0
     zero = enp.zeros_like(x)
     # log(sigmoid(x)) = x - log1p(exp(x)) for x < 0, -log1p(exp(-x)) otherwise: no exp overflows in either branch
@@ -304,7 +295,7 @@ def softplus(input: ArrayLike, beta: float = 1.0, threshold: float = 20.0) -> Ar
     >>> print(F.softplus(enp.array([-1.0, 0.0, 30.0])).round(4))
     [ 0.3133  0.6931 30.    ]
     """
-    x = _floating("softplus", input)
+    x = floating_input("softplus", input)
     bx = x * beta
     linear = bx > threshold
     return enp.where(linear, x, enp.log1p(enp.exp(enp.where(linear, enp.zeros_like(bx), bx))) / beta)
@@ -318,7 +309,7 @@ def softsign(input: ArrayLike) -> Array:
     >>> F.softsign(enp.array([-3.0, 1.0])).tolist()
     [-0.75, 0.5]
     """
-    x = _floating("softsign", input)
+    x = floating_input("softsign", input)
     return x / (1 + enp.abs(x))
 
 
@@ -330,7 +321,7 @@ def silu(input: ArrayLike, inplace: bool = False) -> Array:
     >>> print(F.silu(enp.array([-1.0, 1.0])).round(4))
     [-0.2689  0.7311]
     """
-    x = _floating("silu", input)
+    x = floating_input("silu", input)
     return x * lax.logistic(x)
 
 
@@ -342,7 +333,7 @@ def mish(input: ArrayLike, inplace: bool = False) -> Array:
     >>> print(F.mish(enp.array([-1.0, 1.0])).round(4))
     [-0.3034  0.8651]
     """
-    x = _floating("mish", input)
+    x = floating_input("mish", input)
     return x * enp.tanh(softplus(x))
 
 
@@ -360,7 +351,7 @@ def gelu(input: ArrayLike, approximate: str = "none") -> Array:
     >>> print(F.gelu(enp.array([-1.0, 1.0]), approximate="tanh").round(4))
     [-0.1588  0.8412]
     """
-    x = _floating("gelu", input)
+    x = floating_input("gelu", input)
     if approximate == "none":
         return 0.5 * x * (1 + erf(x * (1 / math.sqrt(2))))
     if approximate == "tanh":
@@ -376,7 +367,7 @@ def glu(input: ArrayLike, dim: int = -1) -> Array:
     >>> print(F.glu(enp.array([[1.0, 2.0, 0.0, 100.0]])).round(4))
     [[0.5 2. ]]
     """
-    x = _floating("glu", input)
+    x = floating_input("glu", input)
     if x.ndim == 0:
         raise ShapeError(
             f"glu: a 0-d input ({x.dtype}) has no dimension to halve; pass an array with at least one dimension")
@@ -396,7 +387,7 @@ def _softmax_input(op: str, input: ArrayLike, dim: int | None, dtype) -> tuple[A
     x = enp.asarray(input)
     if dtype is not None:
         x = x.astype(dtype)
-    x = _floating(op, x)
+    x = floating_input(op, x)
     if dim is None:
         # PyTorch's legacy choice when dim is not given (torch warns; ported code relies on it)
         dim = 0 if x.ndim in (0, 1, 3) else 1

@@ -10,27 +10,9 @@ import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
+from ember.nn.functional._common import ArrayLike, IntOrTuple, ntuple
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
-
-IntOrTuple = int | Sequence[int]
-
-
-def ntuple(op: str, name: str, value: IntOrTuple, n: int) -> tuple[int, ...]:
-    """An int or n ints as a tuple of n ints (PyTorch's ``_ntuple``), with a clear error otherwise."""
-    try:
-        if isinstance(value, (list, tuple)):
-            values = tuple(map(operator.index, value))
-        else:
-            values = (operator.index(value),) * n
-    except TypeError:
-        raise InvalidArgumentError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}") from None
-    if len(values) == 1 and n > 1:
-        values = values * n
-    if len(values) != n:
-        raise InvalidArgumentError(f"{op}: {name}={value!r} must be an int or a tuple of {n} ints")
-    return values
 
 
 def same_padding(kernel: Sequence[int], dilation: Sequence[int]) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
+from ember.nn.functional._common import ArrayLike, floating_input
 
 __all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
 
@@ -26,10 +26,7 @@ def _floating(op: str, *xs: ArrayLike) -> list[Array]:
     for a in arrays:
         if np.dtype(a.dtype).kind == "c":
             raise DTypeError(f"{op}: complex inputs are not supported, got {a.dtype} of shape {a.shape}")
-    first = arrays[0]
-    if not enp.issubdtype(first.dtype, enp.floating):
-        raise DTypeError(f"{op}: the input must be a floating array, got {first.dtype} of shape {first.shape}; "
-                         "convert it first, e.g. x.astype(enp.float32)")  # fmt: skip
+    floating_input(op, arrays[0])
     return arrays  # mixed dtypes promote in the arithmetic, which keeps Python scalars weak as JAX does
 
 

@@ -13,8 +13,8 @@ import math
 import ember.numpy as enp
 from ember import random
 from ember.core.array import Array
-from ember.errors import DTypeError, EmberError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
+from ember.errors import EmberError, InvalidArgumentError, ShapeError
+from ember.nn.functional._common import ArrayLike, floating_input
 from ember.random import _keys
 
 __all__ = ["alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"]
@@ -58,14 +58,6 @@ def _masked(op: str, x: Array, p: float, training: bool, key, mask_shape: tuple[
     return enp.where(keep, x * a + _ALPHA * a * p, -_ALPHA * a + _ALPHA * a * p)
 
 
-def _array(op: str, input: ArrayLike) -> Array:
-    x = enp.asarray(input)
-    if not enp.issubdtype(x.dtype, enp.floating):
-        raise DTypeError(f"{op}: expected a floating input, got shape {x.shape} and dtype {x.dtype}; "
-                         f"convert it first, e.g. x.astype('float32')")  # fmt: skip
-    return x
-
-
 def dropout(input: ArrayLike, p: float = 0.5, training: bool = True, inplace: bool = False, *,
             key: Array | None = None) -> Array:  # fmt: skip
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``, as
@@ -86,7 +78,7 @@ def dropout(input: ArrayLike, p: float = 0.5, training: bool = True, inplace: bo
     >>> F.dropout(enp.ones(3), 0.25, training=False).tolist()
     [1.0, 1.0, 1.0]
     """
-    x = _array("dropout", input)
+    x = floating_input("dropout", input)
     return _masked("dropout", x, p, training, key, x.shape, alpha=False)
 
 
@@ -100,7 +92,7 @@ def _feature_shape(op: str, x: Array, batched_ndim: int) -> tuple[Array, bool]:
 
 
 def _feature_dropout(op: str, input: ArrayLike, p: float, training: bool, key, batched_ndim: int) -> Array:
-    x, added = _feature_shape(op, _array(op, input), batched_ndim)
+    x, added = _feature_shape(op, floating_input(op, input), batched_ndim)
     out = _masked(op, x, p, training, key, x.shape[:2] + (1,) * (x.ndim - 2), alpha=False)
     return out[0] if added else out
 
@@ -175,7 +167,7 @@ def alpha_dropout(input: ArrayLike, p: float = 0.5, training: bool = False, inpl
     >>> bool(abs(float(y.mean())) < 0.05), round(float(y.std()), 1)
     (True, 1.0)
     """
-    x = _array("alpha_dropout", input)
+    x = floating_input("alpha_dropout", input)
     return _masked("alpha_dropout", x, p, training, key, x.shape, alpha=True)
 
 
@@ -193,7 +185,7 @@ def feature_alpha_dropout(input: ArrayLike, p: float = 0.5, training: bool = Fal
     >>> bool((y == y[..., :1]).all())
     True
     """
-    x = _array("feature_alpha_dropout", input)
+    x = floating_input("feature_alpha_dropout", input)
     if x.ndim < 2:
         raise ShapeError(f"feature_alpha_dropout: expected an input of shape (N, C, *) with at least 2 dimensions, "
                          f"got shape {x.shape} ({x.dtype})")  # fmt: skip

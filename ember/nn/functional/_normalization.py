@@ -16,20 +16,12 @@ from collections.abc import Sequence
 import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
-from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
+from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn.functional._common import ArrayLike, floating_input
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm", "rms_norm"]
 
 _HALF = (enp.float16, enp.bfloat16)
-
-
-def _float_input(op: str, input: ArrayLike) -> Array:
-    x = enp.asarray(input)
-    if not enp.issubdtype(x.dtype, enp.floating):
-        raise DTypeError(f"{op}: expected a floating input, got shape {x.shape} and dtype {x.dtype}; "
-                         f"convert it first, e.g. x.astype('float32')")  # fmt: skip
-    return x
 
 
 def _compute_dtype(dtype) -> object:
@@ -77,7 +69,7 @@ def layer_norm(input: ArrayLike, normalized_shape: int | Sequence[int], weight: 
     >>> F.layer_norm(enp.array([[1.0, 3.0], [2.0, 2.0]]), (2,)).round(4).tolist()
     [[-1.0, 1.0], [0.0, 0.0]]
     """
-    x = _float_input("layer_norm", input)
+    x = floating_input("layer_norm", input)
     shape = _normalized_shape("layer_norm", normalized_shape, x)
     weight = _check_param("layer_norm", "weight", weight, shape, x)
     bias = _check_param("layer_norm", "bias", bias, shape, x)
@@ -109,7 +101,7 @@ def rms_norm(input: ArrayLike, normalized_shape: int | Sequence[int], weight: Ar
     >>> F.rms_norm(enp.array([2.0, 2.0, 2.0, -2.0]), (4,), eps=0.0).tolist()
     [1.0, 1.0, 1.0, -1.0]
     """
-    x = _float_input("rms_norm", input)
+    x = floating_input("rms_norm", input)
     shape = _normalized_shape("rms_norm", normalized_shape, x)
     weight = _check_param("rms_norm", "weight", weight, shape, x)
     if eps is None:
@@ -142,7 +134,7 @@ def group_norm(input: ArrayLike, num_groups: int, weight: ArrayLike | None = Non
     >>> F.group_norm(enp.array([[1.0, 3.0, 5.0, 5.0]]), 2).round(4).tolist()
     [[-1.0, 1.0, 0.0, 0.0]]
     """
-    x = _float_input("group_norm", input)
+    x = floating_input("group_norm", input)
     c = _channels_first("group_norm", x)
     num_groups = int(num_groups)
     if num_groups <= 0 or c % num_groups:
@@ -218,7 +210,7 @@ def batch_norm(input: ArrayLike, running_mean: ArrayLike | None, running_var: Ar
     >>> out.round(4).tolist(), mean.tolist(), var.tolist()
     ([[-1.0, -1.0], [1.0, 1.0]], [0.5, 1.0], [1.5, 1.5])
     """
-    x = _float_input("batch_norm", input)
+    x = floating_input("batch_norm", input)
     c = _channels_first("batch_norm", x)
     if (running_mean is None) != (running_var is None):
         raise InvalidArgumentError("batch_norm: pass both running_mean and running_var, or neither")
@@ -281,7 +273,7 @@ def instance_norm(input: ArrayLike, running_mean: ArrayLike | None = None, runni
     >>> F.instance_norm(enp.array([[[1.0, 3.0], [0.0, 0.0]]])).round(4).tolist()
     [[[-1.0, 1.0], [0.0, 0.0]]]
     """
-    x = _float_input("instance_norm", input)
+    x = floating_input("instance_norm", input)
     c = _channels_first("instance_norm", x, 3)
     if (running_mean is None) != (running_var is None):
         raise InvalidArgumentError("instance_norm: pass both running_mean and running_var, or neither")
@@ -340,7 +332,7 @@ def local_response_norm(input: ArrayLike, size: int, alpha: float = 1e-4, beta: 
     >>> F.local_response_norm(enp.array([[[4.0], [3.0]]]), 2, alpha=2.0, beta=0.5, k=0.0).tolist()
     [[[1.0], [0.6000000238418579]]]
     """
-    x = _float_input("local_response_norm", input)
+    x = floating_input("local_response_norm", input)
     c = _channels_first("local_response_norm", x, 3)
     size = int(size)
     if size <= 0:

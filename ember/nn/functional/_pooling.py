@@ -23,7 +23,7 @@ from ember import lax
 from ember.transforms.custom import custom_jvp
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
+from ember.nn.functional._common import ArrayLike, IntOrTuple, floating_input, ntuple
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
@@ -32,27 +32,10 @@ __all__ = [
     "pixel_shuffle", "pixel_unshuffle", "upsample",
 ]  # fmt: skip
 
-IntOrTuple = int | Sequence[int]
 _SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
 
 
 # --- argument checks -----------------------------------------------------------------------------------
-
-
-def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
-    """An int or n ints as a tuple of n ints (PyTorch's _single / _pair / _triple)."""
-    try:
-        if isinstance(value, (list, tuple)):
-            out = tuple(operator.index(v) for v in value)
-        else:
-            out = (operator.index(value),) * n
-    except TypeError:
-        raise InvalidArgumentError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}") from None
-    if len(out) == 1 and n > 1:
-        out = out * n
-    if len(out) != n:
-        raise InvalidArgumentError(f"{op}: {name}={value!r} must be an int or a tuple of {n} ints")
-    return out
 
 
 def _batched(op: str, input: ArrayLike, n: int) -> tuple[Array, bool]:
@@ -62,8 +45,7 @@ def _batched(op: str, input: ArrayLike, n: int) -> tuple[Array, bool]:
         raise ShapeError(
             f"{op}: expected a {n + 1}-D (C, {_SPATIAL[n]}) or {n + 2}-D (N, C, {_SPATIAL[n]}) input, got shape "
             f"{x.shape} ({x.dtype})")
-    if not enp.issubdtype(x.dtype, enp.floating):
-        raise DTypeError(f"{op}: expected a floating input, got {x.dtype}; convert it with x.astype(float)")
+    x = floating_input(op, x)
     unbatched = x.ndim == n + 1
     if unbatched:
         x = x[None]
@@ -92,11 +74,11 @@ def _pool_size(op: str, size: int, k: int, s: int, p: int, d: int, ceil_mode: bo
 
 
 def _window_config(op, x, n, kernel_size, stride, padding, dilation, ceil_mode):
-    k = _tuple(op, "kernel_size", kernel_size, n)
+    k = ntuple(op, "kernel_size", kernel_size, n)
     no_stride = stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)  # torch passes [] for None
-    s = k if no_stride else _tuple(op, "stride", stride, n)
-    p = _tuple(op, "padding", padding, n)
-    d = _tuple(op, "dilation", dilation, n)
+    s = k if no_stride else ntuple(op, "stride", stride, n)
+    p = ntuple(op, "padding", padding, n)
+    d = ntuple(op, "dilation", dilation, n)
     sizes = x.shape[2:]
     out = tuple(_pool_size(op, sizes[i], k[i], s[i], p[i], d[i], ceil_mode, x.shape) for i in range(n))
     # High padding so that exactly `out` windows fit (more than p in ceil mode, less when the tail is dropped).
@@ -213,9 +195,9 @@ def _max_unpool(op: str, n: int, input, indices, kernel_size, stride, padding, o
     unbatched = x.ndim == n + 1
     if unbatched:
         x, index = x[None], index[None]
-    k = _tuple(op, "kernel_size", kernel_size, n)
-    s = k if stride is None else _tuple(op, "stride", stride, n)
-    p = _tuple(op, "padding", padding, n)
+    k = ntuple(op, "kernel_size", kernel_size, n)
+    s = k if stride is None else ntuple(op, "stride", stride, n)
+    p = ntuple(op, "padding", padding, n)
     default = [(x.shape[2 + i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(n)]
     if output_size is None:
         out = default
@@ -394,7 +376,7 @@ def _lp_pool(op, n, input, norm_type, kernel_size, stride, ceil_mode):
         return _max_pool(op, n, enp.abs(x), kernel_size, stride, 0, 1, ceil_mode, False)
     if norm_type == -math.inf:
         return -_max_pool(op, n, -enp.abs(x), kernel_size, stride, 0, 1, ceil_mode, False)
-    k = _tuple(op, "kernel_size", kernel_size, n)
+    k = ntuple(op, "kernel_size", kernel_size, n)
     mean = _avg_pool(op, n, x ** norm_type, k, stride, 0, ceil_mode, True, None)
     total = enp.sign(mean) * enp.abs(mean) * math.prod(k)
     # A zero sum has an infinite derivative under the root; PyTorch sets that gradient to zero.
@@ -658,7 +640,7 @@ def interpolate(input: ArrayLike, size: int | Sequence[int] | None = None,
         raise InvalidArgumentError(f"{op}: give exactly one of size and scale_factor")
     sizes = x.shape[2:]
     if size is not None:
-        out = _tuple(op, "size", size, n)
+        out = ntuple(op, "size", size, n)
         scales = (None,) * n
     else:
         many = isinstance(scale_factor, (list, tuple))
