@@ -198,6 +198,10 @@ class _NormBase(Module):
     training: bool
     state_key: str | None
     dtype: Any
+    # Set by each concrete class (unannotated: class attributes, not fields): the input ranks it accepts and
+    # their layouts for the error message.
+    _ranks = ()
+    _what = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, *, bias: bool = True, dtype: Any = None) -> None:  # fmt: skip
@@ -265,8 +269,6 @@ class _BatchNorm(_NormBase):
     """
 
     axis_name: Any
-    _ranks = ()
-    _what = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, *, bias: bool = True, axis_name: Any = None,
@@ -372,9 +374,6 @@ class _InstanceNorm(_NormBase):
     mode it normalises with the running statistics. As PyTorch, ``momentum=None`` means 0 here (no update)
     and ``num_batches_tracked`` is not advanced.
     """
-
-    _ranks = ()
-    _what = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
                  track_running_stats: bool = False, *, bias: bool = True, dtype: Any = None) -> None:  # fmt: skip

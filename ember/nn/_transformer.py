@@ -64,7 +64,7 @@ def _drop(layer: Module, x: Array, key: Array | None) -> Array:
     return layer(x, key=key) if layer.training and layer.p > 0 else x
 
 
-def _check_input(layer: Module, name: str, x: Array, d_model: int, batch_first: bool) -> None:
+def _check_input(name: str, x: Array, d_model: int, batch_first: bool) -> None:
     if x.ndim not in (2, 3) or x.shape[-1] != d_model:
         layout = "(N, L, d_model)" if batch_first else "(L, N, d_model)"
         raise ShapeError(f"expected {name} of shape {layout} or unbatched (L, d_model) with d_model = {d_model}, got "
@@ -132,7 +132,7 @@ class TransformerEncoderLayer(Module):
     def __call__(self, src: ArrayLike, src_mask: ArrayLike | None = None, src_key_padding_mask: ArrayLike | None = None,
                  is_causal: bool = False, *, key: Array | None = None) -> Array:  # fmt: skip
         x = enp.asarray(src)
-        _check_input(self, "src", x, self.self_attn.embed_dim, self.self_attn.batch_first)
+        _check_input("src", x, self.self_attn.embed_dim, self.self_attn.batch_first)
         _check_key(self, key)
         k_attn, k_ff, k1, k2 = _keys(key, 4)
 
@@ -210,8 +210,8 @@ class TransformerDecoderLayer(Module):
                  memory_is_causal: bool = False, *, key: Array | None = None) -> Array:  # fmt: skip
         x, memory = enp.asarray(tgt), enp.asarray(memory)
         d_model, batch_first = self.self_attn.embed_dim, self.self_attn.batch_first
-        _check_input(self, "tgt", x, d_model, batch_first)
-        _check_input(self, "memory", memory, d_model, batch_first)
+        _check_input("tgt", x, d_model, batch_first)
+        _check_input("memory", memory, d_model, batch_first)
         if memory.ndim != x.ndim:
             raise ShapeError(f"tgt and memory must both be batched (3-D) or both unbatched (2-D), got tgt {x.shape} "
                              f"and memory {memory.shape}")
