@@ -30,6 +30,13 @@ def _floating(op: str, *xs: ArrayLike) -> list[Array]:
     return arrays  # mixed dtypes promote in the arithmetic, which keeps Python scalars weak as JAX does
 
 
+def _broadcast_shape(op: str, x1: Array, x2: Array) -> tuple[int, ...]:
+    try:
+        return np.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ShapeError(f"{op}: x1 of shape {x1.shape} and x2 of shape {x2.shape} do not broadcast together") from None
+
+
 def _axis(op: str, dim: int, ndim: int) -> int:
     if not -max(ndim, 1) <= dim < max(ndim, 1):
         raise ShapeError(f"{op}: dim={dim} is out of range for an input of rank {ndim}")
@@ -108,11 +115,7 @@ def cosine_similarity(x1: ArrayLike, x2: ArrayLike, dim: int = 1, eps: float = 1
     [0.0, -1.0]
     """
     a, b = _floating("cosine_similarity", x1, x2)
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ShapeError(f"cosine_similarity: x1 of shape {a.shape} and x2 of shape {b.shape} do not broadcast "
-                         "together") from None  # fmt: skip
+    shape = _broadcast_shape("cosine_similarity", a, b)
     a, b = enp.broadcast_to(a, shape), enp.broadcast_to(b, shape)
     if len(shape) == 0:
         a, b = a[None], b[None]
@@ -140,11 +143,7 @@ def pairwise_distance(x1: ArrayLike, x2: ArrayLike, p: float = 2.0, eps: float =
     [5.0]
     """
     a, b = _floating("pairwise_distance", x1, x2)
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ShapeError(f"pairwise_distance: x1 of shape {a.shape} and x2 of shape {b.shape} do not broadcast "
-                         "together") from None  # fmt: skip
+    shape = _broadcast_shape("pairwise_distance", a, b)
     diff = a - b + eps
     if len(shape) == 0:
         diff = diff[None]

@@ -64,6 +64,16 @@ def _same_shape(op: str, names: tuple[str, ...], *arrays: Array) -> None:
                 f"input with every target): reshape one of them to the other's shape")
 
 
+def _operands(op: str, reduction: str, names: tuple[str, ...], *values: ArrayLike,
+              allowed: tuple[str, ...] = _REDUCTIONS) -> list[Array]:  # fmt: skip
+    """The checks an elementwise loss starts with: a known ``reduction``, a floating input (``_floating``) and
+    arrays of one shape (``_same_shape``); the arrays as ember arrays."""
+    _check_reduction(op, reduction, allowed)
+    arrays = _floating(op, *values)
+    _same_shape(op, names, *arrays)
+    return arrays
+
+
 def _like(op: str, name: str, value: ArrayLike, x: Array) -> Array:
     """A weight or variance as an array of the input's dtype."""
     v = enp.asarray(value)
@@ -329,16 +339,13 @@ def binary_cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike 
     >>> round(F.binary_cross_entropy(enp.array([0.5, 0.9]), enp.array([1.0, 1.0])).item(), 4)
     0.3993
     """
-    _check_reduction("binary_cross_entropy", reduction)
-    x, t = _floating("binary_cross_entropy", input, target)
-    _same_shape("binary_cross_entropy", ("input", "target"), x, t)
+    x, t = _operands("binary_cross_entropy", reduction, ("input", "target"), input, target)
     w = _broadcast_weight("binary_cross_entropy", "weight", weight, x)
     values = _concrete(x)
     if values is not None and ((values < 0) | (values > 1)).any():
         raise InvalidArgumentError("binary_cross_entropy: every element of the input must be a probability in [0, 1]; "
                                    "for logits use binary_cross_entropy_with_logits")
-    loss = _bce(x, t)
-    return _reduce(loss if w is None else loss * w, reduction)
+    return _weighted(_bce(x, t), w, reduction, mean_by_weight=False)
 
 
 def binary_cross_entropy_with_logits(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None = None, *,
@@ -359,14 +366,11 @@ def binary_cross_entropy_with_logits(input: ArrayLike, target: ArrayLike, weight
     >>> round(F.binary_cross_entropy_with_logits(enp.array([0.0, 1e4]), enp.array([1.0, 1.0])).item(), 4)
     0.3466
     """
-    _check_reduction("binary_cross_entropy_with_logits", reduction)
-    x, t = _floating("binary_cross_entropy_with_logits", input, target)
-    _same_shape("binary_cross_entropy_with_logits", ("input", "target"), x, t)
+    x, t = _operands("binary_cross_entropy_with_logits", reduction, ("input", "target"), input, target)
     w = _broadcast_weight("binary_cross_entropy_with_logits", "weight", weight, x)
     pw = _broadcast_weight("binary_cross_entropy_with_logits", "pos_weight", pos_weight, x)
     log_weight = 1.0 if pw is None else (pw - 1) * t + 1
-    loss = (1 - t) * x + log_weight * _softplus(-x)
-    return _reduce(loss if w is None else loss * w, reduction)
+    return _weighted((1 - t) * x + log_weight * _softplus(-x), w, reduction, mean_by_weight=False)
 
 
 def kl_div(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", log_target: bool = False) -> Array:
@@ -382,9 +386,7 @@ def kl_div(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", log_
     >>> round(F.kl_div(enp.log(enp.array([[0.25, 0.75]])), p, reduction="batchmean").item(), 4)
     0.1438
     """
-    _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
-    x, t = _floating("kl_div", input, target)
-    _same_shape("kl_div", ("input", "target"), x, t)
+    x, t = _operands("kl_div", reduction, ("input", "target"), input, target, allowed=(*_REDUCTIONS, "batchmean"))
     if log_target:
         loss = enp.exp(t) * (t - x)
     else:
@@ -407,9 +409,7 @@ def mse_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", we
     >>> F.mse_loss(enp.array([1.0, 2.0]), enp.array([0.0, 0.0])).item()
     2.5
     """
-    _check_reduction("mse_loss", reduction)
-    x, t = _floating("mse_loss", input, target)
-    _same_shape("mse_loss", ("input", "target"), x, t)
+    x, t = _operands("mse_loss", reduction, ("input", "target"), input, target)
     return _weighted((x - t) ** 2, _elementwise_weight("mse_loss", weight, x), reduction)
 
 
@@ -421,9 +421,7 @@ def l1_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", wei
     >>> F.l1_loss(enp.array([1.0, -2.0]), enp.array([0.0, 0.0])).item()
     1.5
     """
-    _check_reduction("l1_loss", reduction)
-    x, t = _floating("l1_loss", input, target)
-    _same_shape("l1_loss", ("input", "target"), x, t)
+    x, t = _operands("l1_loss", reduction, ("input", "target"), input, target)
     return _weighted(enp.abs(x - t), _elementwise_weight("l1_loss", weight, x), reduction)
 
 
@@ -436,11 +434,9 @@ def smooth_l1_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mea
     >>> F.smooth_l1_loss(enp.array([0.5, 3.0]), enp.array([0.0, 0.0]), reduction="none").tolist()
     [0.125, 2.5]
     """
-    _check_reduction("smooth_l1_loss", reduction)
+    x, t = _operands("smooth_l1_loss", reduction, ("input", "target"), input, target)
     if beta < 0:
         raise InvalidArgumentError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
-    x, t = _floating("smooth_l1_loss", input, target)
-    _same_shape("smooth_l1_loss", ("input", "target"), x, t)
     d = enp.abs(x - t)
     if beta == 0:
         return _reduce(d, reduction)
@@ -457,11 +453,9 @@ def huber_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "mean", 
     >>> F.huber_loss(enp.array([0.5, 3.0]), enp.array([0.0, 0.0]), reduction="none", delta=2.0).tolist()
     [0.125, 4.0]
     """
-    _check_reduction("huber_loss", reduction)
+    x, t = _operands("huber_loss", reduction, ("input", "target"), input, target)
     if delta <= 0:
         raise InvalidArgumentError(f"huber_loss: delta must be positive, got {delta}")
-    x, t = _floating("huber_loss", input, target)
-    _same_shape("huber_loss", ("input", "target"), x, t)
     d = enp.abs(x - t)
     loss = enp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     return _weighted(loss, _elementwise_weight("huber_loss", weight, x), reduction, mean_by_weight=False)
@@ -478,9 +472,7 @@ def poisson_nll_loss(input: ArrayLike, target: ArrayLike, log_input: bool = True
     >>> F.poisson_nll_loss(enp.array([0.0]), enp.array([2.0])).item()
     1.0
     """
-    _check_reduction("poisson_nll_loss", reduction)
-    x, t = _floating("poisson_nll_loss", input, target)
-    _same_shape("poisson_nll_loss", ("input", "target"), x, t)
+    x, t = _operands("poisson_nll_loss", reduction, ("input", "target"), input, target)
     loss = enp.exp(x) - t * x if log_input else x - t * enp.log(x + eps)
     if full:
         big = t > 1
@@ -504,9 +496,7 @@ def gaussian_nll_loss(input: ArrayLike, target: ArrayLike, var: ArrayLike | floa
     >>> F.gaussian_nll_loss(enp.array([1.0]), enp.array([0.0]), enp.array([1.0])).item()
     0.5
     """
-    _check_reduction("gaussian_nll_loss", reduction)
-    x, t = _floating("gaussian_nll_loss", input, target)
-    _same_shape("gaussian_nll_loss", ("input", "target"), x, t)
+    x, t = _operands("gaussian_nll_loss", reduction, ("input", "target"), input, target)
     if isinstance(var, (int, float)):
         if var < 0:
             raise InvalidArgumentError(f"gaussian_nll_loss: var must be non-negative, got {var}")
@@ -541,9 +531,7 @@ def soft_margin_loss(input: ArrayLike, target: ArrayLike, *, reduction: str = "m
     >>> round(F.soft_margin_loss(enp.array([0.0, 1e4]), enp.array([1.0, 1.0])).item(), 4)
     0.3466
     """
-    _check_reduction("soft_margin_loss", reduction)
-    x, y = _floating("soft_margin_loss", input, target)
-    _same_shape("soft_margin_loss", ("input", "target"), x, y)
+    x, y = _operands("soft_margin_loss", reduction, ("input", "target"), input, target)
     return _reduce(_softplus(-y * x), reduction)
 
 
@@ -557,9 +545,7 @@ def margin_ranking_loss(input1: ArrayLike, input2: ArrayLike, target: ArrayLike,
     >>> F.margin_ranking_loss(x1, x2, enp.array([1.0, 1.0]), reduction="none").tolist()
     [0.0, 1.0]
     """
-    _check_reduction("margin_ranking_loss", reduction)
-    a, b, y = _floating("margin_ranking_loss", input1, input2, target)
-    _same_shape("margin_ranking_loss", ("input1", "input2", "target"), a, b, y)
+    a, b, y = _operands("margin_ranking_loss", reduction, ("input1", "input2", "target"), input1, input2, target)
     return _reduce(enp.maximum(-y * (a - b) + margin, 0.0), reduction)
 
 
@@ -573,9 +559,7 @@ def hinge_embedding_loss(input: ArrayLike, target: ArrayLike, margin: float = 1.
     >>> F.hinge_embedding_loss(enp.array([0.3, 0.3]), enp.array([1.0, -1.0]), reduction="none").tolist()
     [0.30000001192092896, 0.699999988079071]
     """
-    _check_reduction("hinge_embedding_loss", reduction)
-    x, y = _floating("hinge_embedding_loss", input, target)
-    _same_shape("hinge_embedding_loss", ("input", "target"), x, y)
+    x, y = _operands("hinge_embedding_loss", reduction, ("input", "target"), input, target)
     # max(margin, x) - x rather than max(margin - x, 0): equal values, and a gradient that is +0 (ct - ct), not
     # -(ct * 0) = -0, where the hinge is flat, so jit (which drops the other branch's zeros) agrees in sign.
     hinge = enp.maximum(x, margin) - x
@@ -643,9 +627,7 @@ def multilabel_soft_margin_loss(input: ArrayLike, target: ArrayLike, weight: Arr
     >>> round(F.multilabel_soft_margin_loss(enp.array([[0.0, 1e4]]), enp.array([[1.0, 1.0]])).item(), 4)
     0.3466
     """
-    _check_reduction("multilabel_soft_margin_loss", reduction)
-    x, t = _floating("multilabel_soft_margin_loss", input, target)
-    _same_shape("multilabel_soft_margin_loss", ("input", "target"), x, t)
+    x, t = _operands("multilabel_soft_margin_loss", reduction, ("input", "target"), input, target)
     if x.ndim == 0:
         raise ShapeError("multilabel_soft_margin_loss: the input must have a class dimension (C) or (N, C), got a "
                          "0-d input")

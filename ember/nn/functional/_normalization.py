@@ -39,6 +39,15 @@ def _check_param(op: str, name: str, p: ArrayLike | None, shape: tuple[int, ...]
     return p
 
 
+def _channel_params(op: str, x: Array, c: int, *params: ArrayLike | None) -> list[Array | None]:
+    """batch_norm's and instance_norm's (running_mean, running_var, weight, bias), each None or of shape (C,)."""
+    running_mean, running_var = params[:2]
+    if (running_mean is None) != (running_var is None):
+        raise InvalidArgumentError(f"{op}: pass both running_mean and running_var, or neither")
+    names = ("running_mean", "running_var", "weight", "bias")
+    return [_check_param(op, name, p, (c,), x) for name, p in zip(names, params)]
+
+
 def _channel_view(p: Array, ndim: int) -> Array:
     """A per-channel vector (C,) shaped (C, 1, ..., 1) to broadcast against (N, C, *spatial)."""
     return p.reshape(p.shape + (1,) * (ndim - 2))
@@ -212,12 +221,8 @@ def batch_norm(input: ArrayLike, running_mean: ArrayLike | None, running_var: Ar
     """
     x = floating_input("batch_norm", input)
     c = _channels_first("batch_norm", x)
-    if (running_mean is None) != (running_var is None):
-        raise InvalidArgumentError("batch_norm: pass both running_mean and running_var, or neither")
-    running_mean = _check_param("batch_norm", "running_mean", running_mean, (c,), x)
-    running_var = _check_param("batch_norm", "running_var", running_var, (c,), x)
-    weight = _check_param("batch_norm", "weight", weight, (c,), x)
-    bias = _check_param("batch_norm", "bias", bias, (c,), x)
+    params = _channel_params("batch_norm", x, c, running_mean, running_var, weight, bias)
+    running_mean, running_var, weight, bias = params
     xc = x.astype(_compute_dtype(x.dtype))
     axes = (0, *range(2, x.ndim))
     new_stats = None
@@ -275,12 +280,8 @@ def instance_norm(input: ArrayLike, running_mean: ArrayLike | None = None, runni
     """
     x = floating_input("instance_norm", input)
     c = _channels_first("instance_norm", x, 3)
-    if (running_mean is None) != (running_var is None):
-        raise InvalidArgumentError("instance_norm: pass both running_mean and running_var, or neither")
-    running_mean = _check_param("instance_norm", "running_mean", running_mean, (c,), x)
-    running_var = _check_param("instance_norm", "running_var", running_var, (c,), x)
-    weight = _check_param("instance_norm", "weight", weight, (c,), x)
-    bias = _check_param("instance_norm", "bias", bias, (c,), x)
+    params = _channel_params("instance_norm", x, c, running_mean, running_var, weight, bias)
+    running_mean, running_var, weight, bias = params
     xc = x.astype(_compute_dtype(x.dtype))
     axes = tuple(range(2, x.ndim))
     spatial = (1,) * len(axes)
