@@ -23,15 +23,21 @@ __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Fe
 
 
 class _DropoutBase(Module):
+    """The shared body: PyTorch's ``p`` and ``inplace``, and a call of ``_fn(x, p, training, key=key)``."""
+
     p: float
     inplace: bool
     training: bool
+    _fn = None  # the nn.functional function (unannotated: a class attribute, not a field)
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         if not 0.0 <= p <= 1.0:
             raise InvalidArgumentError(f"{type(self).__name__}: dropout probability has to be between 0 and 1, "
                                        f"but got p={p}")  # fmt: skip
         self.p, self.inplace, self.training = float(p), bool(inplace), True
+
+    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
+        return type(self)._fn(x, self.p, self.training, key=key)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -54,9 +60,7 @@ class Dropout(_DropoutBase):
     [1.0, 1.0, 1.0]
     """
 
-
-    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        return dropout(x, self.p, self.training, key=key)
+    _fn = staticmethod(dropout)
 
 
 class Dropout1d(_DropoutBase):
@@ -68,9 +72,7 @@ class Dropout1d(_DropoutBase):
     (2, 3, 4)
     """
 
-
-    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        return dropout1d(x, self.p, self.training, key=key)
+    _fn = staticmethod(dropout1d)
 
 
 class Dropout2d(_DropoutBase):
@@ -82,9 +84,7 @@ class Dropout2d(_DropoutBase):
     (1, 2, 2, 2)
     """
 
-
-    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        return dropout2d(x, self.p, self.training, key=key)
+    _fn = staticmethod(dropout2d)
 
 
 class Dropout3d(_DropoutBase):
@@ -95,9 +95,7 @@ class Dropout3d(_DropoutBase):
     Dropout3d(p=0.2, inplace=False)
     """
 
-
-    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        return dropout3d(x, self.p, self.training, key=key)
+    _fn = staticmethod(dropout3d)
 
 
 class AlphaDropout(_DropoutBase):
@@ -109,9 +107,7 @@ class AlphaDropout(_DropoutBase):
     (4,)
     """
 
-
-    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        return alpha_dropout(x, self.p, self.training, key=key)
+    _fn = staticmethod(alpha_dropout)
 
 
 class FeatureAlphaDropout(_DropoutBase):
@@ -122,6 +118,4 @@ class FeatureAlphaDropout(_DropoutBase):
     FeatureAlphaDropout(p=0.5, inplace=False)
     """
 
-
-    def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        return feature_alpha_dropout(x, self.p, self.training, key=key)
+    _fn = staticmethod(feature_alpha_dropout)

@@ -8,6 +8,7 @@ import ember.numpy as enp
 from ember import lax, random
 from ember.core.array import Array
 from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn._checks import describe
 from ember.nn._module import Module
 from ember.nn.functional._embedding import embedding, normalize_padding_idx
 
@@ -66,7 +67,7 @@ class Embedding(Module):
             weight = enp.asarray(_weight, dtype=dtype)
             if weight.shape != shape:
                 raise ShapeError(f"Embedding: _weight must have shape {shape} (num_embeddings, embedding_dim), got "
-                                 f"{weight.shape} ({weight.dtype})")  # fmt: skip
+                                 f"{describe(weight)}")  # fmt: skip
             self.weight = weight
             return
         if key is None:
@@ -96,7 +97,7 @@ class Embedding(Module):
         embeddings = enp.asarray(embeddings)
         if embeddings.ndim != 2:
             raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D (num_embeddings, embedding_dim), "
-                             f"got shape {embeddings.shape} ({embeddings.dtype})")  # fmt: skip
+                             f"got shape {describe(embeddings)}")  # fmt: skip
         rows, dim = embeddings.shape
         return cls(rows, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
                    _freeze=freeze)  # fmt: skip
