@@ -433,7 +433,7 @@ def test_wrong_state_shapes_name_expected_and_actual():
 
 def test_shape_error_names_the_layer_path():
     model = nn.Sequential(nn.GRU(IN, HID, key=ember.random.key(0)))
-    with pytest.raises(ShapeError, match=r"model.layers\[0\] \(GRU\(3, 4\)\): GRU: expected an input"):
+    with pytest.raises(ShapeError, match=r"model.layers\[0\] \(GRU\(3, 4\)\): expected an input"):
         model(enp.ones((L, N, 5)))
 
 

@@ -130,9 +130,9 @@ class Identity(Module):
         return ""
 
 
-def _dim(op: str, dim: int, ndim: int, shape: tuple, dtype: Any) -> int:
+def _dim(dim: int, ndim: int, shape: tuple, dtype: Any) -> int:
     if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise ShapeError(f"{op}: dim {dim} is out of range for an input of shape {shape} ({dtype})")
+        raise ShapeError(f"dim {dim} is out of range for an input of shape {shape} ({dtype})")
     return dim % max(ndim, 1)
 
 
@@ -161,10 +161,10 @@ class Flatten(Module):
         x = enp.asarray(input)
         if x.ndim == 0:
             return x.reshape((1,))
-        start = _dim("Flatten", self.start_dim, x.ndim, x.shape, x.dtype)
-        end = _dim("Flatten", self.end_dim, x.ndim, x.shape, x.dtype)
+        start = _dim(self.start_dim, x.ndim, x.shape, x.dtype)
+        end = _dim(self.end_dim, x.ndim, x.shape, x.dtype)
         if start > end:
-            raise ShapeError(f"Flatten: start_dim={self.start_dim} comes after end_dim={self.end_dim} for an input of "
+            raise ShapeError(f"start_dim={self.start_dim} comes after end_dim={self.end_dim} for an input of "
                              f"shape {x.shape} ({x.dtype})")
         return x.reshape((*x.shape[:start], math.prod(x.shape[start:end + 1]), *x.shape[end + 1:]))
 
@@ -203,12 +203,12 @@ class Unflatten(Module):
 
     def __call__(self, input: Array, *, key: Array | None = None) -> Array:
         x = enp.asarray(input)
-        dim = _dim("Unflatten", self.dim, x.ndim, x.shape, x.dtype) if x.ndim else None
+        dim = _dim(self.dim, x.ndim, x.shape, x.dtype) if x.ndim else None
         sizes = self.unflattened_size
         known = math.prod(s for s in sizes if s != -1)
         size = x.shape[dim] if dim is not None else None
         if size is None or (size != known if -1 not in sizes else (known == 0 or size % known)):
-            raise ShapeError(f"Unflatten: cannot split dimension {self.dim} of an input of shape {x.shape} ({x.dtype}) "
+            raise ShapeError(f"cannot split dimension {self.dim} of an input of shape {x.shape} ({x.dtype}) "
                              f"into {sizes}; the sizes' product must equal the dimension's size")
         sizes = tuple(size // known if s == -1 else s for s in sizes)
         return x.reshape((*x.shape[:dim], *sizes, *x.shape[dim + 1:]))

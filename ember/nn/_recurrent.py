@@ -222,12 +222,12 @@ class _RNNBase(Module):
         layout = "(N, L, input_size)" if self.batch_first else "(L, N, input_size)"
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             raise ShapeError(
-                f"{name}: expected an input of shape {layout} or (L, input_size) unbatched, with input_size="
+                f"expected an input of shape {layout} or (L, input_size) unbatched, with input_size="
                 f"{self.input_size}; got shape {_shape_text(x.shape)} ({x.dtype})")
         _check_float(name, "input", x)
         length = x.shape[1 if self.batch_first and x.ndim == 3 else 0]
         if length == 0:
-            raise ShapeError(f"{name}: expected a sequence length larger than 0 (as PyTorch), got an input of shape "
+            raise ShapeError(f"expected a sequence length larger than 0 (as PyTorch), got an input of shape "
                              f"{_shape_text(x.shape)} ({x.dtype})")  # fmt: skip
         return x, x.ndim == 2
 
@@ -238,7 +238,7 @@ class _RNNBase(Module):
             batch = "" if unbatched else ", batch"
             size = "hidden_size" if what != "h_0" or not self.proj_size else "proj_size"
             raise ShapeError(
-                f"{name}: expected {what} of shape {_shape_text(expected)} (num_layers * num_directions{batch}, "
+                f"expected {what} of shape {_shape_text(expected)} (num_layers * num_directions{batch}, "
                 f"{size}), got shape {_shape_text(value.shape)} ({value.dtype})")
         _check_float(name, what, value)
         return value.astype(dtype)
@@ -479,7 +479,7 @@ class _CellBase(Module):
         name = type(self).__name__
         x = input if isinstance(input, Array) else enp.asarray(input)
         if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
-            raise ShapeError(f"{name}: expected an input of shape (N, input_size) or (input_size,) unbatched, with "
+            raise ShapeError(f"expected an input of shape (N, input_size) or (input_size,) unbatched, with "
                              f"input_size={self.input_size}; got shape {_shape_text(x.shape)} ({x.dtype})")
         _check_float(name, "input", x)
         return x, x.ndim == 1
@@ -490,7 +490,7 @@ class _CellBase(Module):
             return enp.zeros(expected, dtype)
         value = value if isinstance(value, Array) else enp.asarray(value)
         if tuple(value.shape) != expected:
-            raise ShapeError(f"{type(self).__name__}: expected {what} of shape {_shape_text(expected)} (the input's "
+            raise ShapeError(f"expected {what} of shape {_shape_text(expected)} (the input's "
                              f"batch, hidden_size={self.hidden_size}), got shape {_shape_text(value.shape)} "
                              f"({value.dtype})")  # fmt: skip
         _check_float(type(self).__name__, what, value)
