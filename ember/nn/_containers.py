@@ -52,7 +52,22 @@ def stateful_of(module: Module) -> bool:
     return found
 
 
-class Sequential(Module):
+class _Layers:
+    """What Sequential and ModuleList share: a ``layers`` tuple to measure and iterate, and no repr of their own."""
+
+    layers: tuple
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.layers)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Sequential(_Layers, Module):
     """Layers applied in order, as ``torch.nn.Sequential``; children are named ``0``, ``1``, ...
 
     ``model(x)`` returns the output; a model with BatchNorm takes and returns its state,
@@ -111,17 +126,9 @@ class Sequential(Module):
             return Sequential(*self.layers[index])
         return self.layers[index]
 
-    def __len__(self) -> int:
-        return len(self.layers)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.layers)
-
-    def extra_repr(self) -> str:
-        return ""
 
 
-class ModuleList(Module):
+class ModuleList(_Layers, Module):
     """A list of modules, as ``torch.nn.ModuleList`` (indexable, iterable; children named ``0``, ``1``, ...).
 
     >>> import ember
@@ -145,14 +152,6 @@ class ModuleList(Module):
             return ModuleList(self.layers[index])
         return self.layers[index]
 
-    def __len__(self) -> int:
-        return len(self.layers)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.layers)
-
-    def extra_repr(self) -> str:
-        return ""
 
     def __repr__(self) -> str:
         # As torch.nn.ModuleList prints: a run of equal children is one line, "(0-5): 6 x Block(...)".
@@ -200,12 +199,15 @@ class ModuleDict(Module):
         return iter(self.layers)
 
     def keys(self) -> list[str]:
+        """The names, in insertion order (as ``torch.nn.ModuleDict.keys``)."""
         return list(self.layers)
 
     def values(self) -> list[Any]:
+        """The modules, in insertion order."""
         return list(self.layers.values())
 
     def items(self) -> list[tuple[str, Any]]:
+        """The (name, module) pairs, in insertion order."""
         return list(self.layers.items())
 
     def extra_repr(self) -> str:

@@ -31,7 +31,17 @@ __all__ = ["FrozenModuleError", "Module", "field", "static_field"]
 
 
 class FrozenModuleError(EmberError, AttributeError):
-    """Assignment to a field of a built module, which is immutable (an ``AttributeError``)."""
+    """Assignment to a field of a built module, which is immutable (an ``AttributeError``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.Linear(2, 1, key=ember.random.key(0))
+    >>> try:
+    ...     layer.bias = None
+    ... except nn.FrozenModuleError as error:
+    ...     print(str(error)[:48])
+    cannot set Linear.bias: modules are immutable on
+    """
 
 
 def field(*, static: bool = False, **kwargs: Any) -> Any:
@@ -263,7 +273,8 @@ class Module(metaclass=_ModuleMeta):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # A hand-written __init__ (here or inherited) is kept: a generated one would replace it silently.
-        written = next((c.__dict__["__init__"] for c in cls.__mro__ if c not in (Module, object) and "__init__" in c.__dict__), None)
+        written = next((c.__dict__["__init__"] for c in cls.__mro__
+                        if c not in (Module, object) and "__init__" in c.__dict__), None)  # fmt: skip
         hand_written = written is not None and not getattr(written, "_ember_generated", False)
         dataclasses.dataclass(cls, init=not hand_written, repr=False, eq=False)
         if not hand_written and "__init__" in cls.__dict__:
@@ -290,6 +301,13 @@ class Module(metaclass=_ModuleMeta):
 
         Containers (``Sequential``, ``ModuleList``, ``ModuleDict``) and layers whose PyTorch parameter names
         differ from their fields (``LSTM``'s ``weight_ih_l0``) override this.
+
+        >>> import ember
+        >>> from ember import nn
+        >>> [name for name, _ in nn.Linear(2, 1, key=ember.random.key(0)).named_children_items()]
+        ['weight', 'bias']
+        >>> [name for name, _ in nn.Sequential(nn.ReLU(), nn.Tanh()).named_children_items()]
+        ['0', '1']
         """
         for name in self._ember_dynamic:
             yield name, self.__dict__[name]
@@ -371,7 +389,19 @@ class Module(metaclass=_ModuleMeta):
     # --- printing -------------------------------------------------------------------------------------
 
     def extra_repr(self) -> str:
-        """The text inside the parentheses of this layer's repr (as PyTorch's ``extra_repr``)."""
+        """The text inside the parentheses of this layer's repr (as PyTorch's ``extra_repr``).
+
+        By default every field that is not a submodule or a container, as ``name=value`` (arrays as
+        ``float32[2, 3]``); layers override it to print what PyTorch prints.
+
+        >>> import ember.numpy as enp
+        >>> from ember import nn
+        >>> class Scale(nn.Module):
+        ...     weight: enp.ndarray
+        ...     factor: float = 2.0
+        >>> Scale(enp.ones(3)).extra_repr()
+        'weight=float32[3], factor=2.0'
+        """
         parts = []
         for f in self._ember_fields:
             value = self.__dict__[f.name]

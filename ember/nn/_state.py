@@ -45,7 +45,13 @@ class State:
         raise InvalidArgumentError("nn.State is immutable: stateful layers return a new State")
 
     def get(self, layer: Module) -> Any:
-        """The state of ``layer`` (its ``state_key`` entry)."""
+        """The state of ``layer`` (its ``state_key`` entry).
+
+        >>> from ember import nn
+        >>> model, state = nn.make_with_state(nn.BatchNorm1d)(2)
+        >>> list(state.get(model))
+        ['running_mean', 'running_var', 'num_batches_tracked']
+        """
         key = _key_of(layer)
         if key not in self._values:
             raise InvalidArgumentError(
@@ -54,7 +60,15 @@ class State:
         return self._values[key]
 
     def set(self, layer: Module, value: Any) -> State:
-        """A new State with ``layer``'s entry replaced by ``value``."""
+        """A new State with ``layer``'s entry replaced by ``value`` (this one is unchanged).
+
+        >>> import ember.numpy as enp
+        >>> from ember import nn
+        >>> model, state = nn.make_with_state(nn.BatchNorm1d)(2)
+        >>> new = state.set(model, {**state.get(model), "running_mean": enp.ones(2)})
+        >>> new["running_mean"].tolist(), state["running_mean"].tolist()
+        ([1.0, 1.0], [0.0, 0.0])
+        """
         key = _key_of(layer)
         old = self._values.get(key)
         if isinstance(old, Mapping) and isinstance(value, Mapping) and set(old) == set(value):
@@ -75,7 +89,14 @@ class State:
         raise KeyError(f"nn.State has no entry {name!r}; its buffers are {[n for n, _ in self.named_buffers()]}")
 
     def named_buffers(self) -> Iterator[tuple[str, Any]]:
-        """Every buffer with its PyTorch name (``"bn.running_mean"``), as ``state_dict`` lists them."""
+        """Every buffer with its PyTorch name (``"bn.running_mean"``), as ``state_dict`` lists them.
+
+        >>> from collections import OrderedDict
+        >>> from ember import nn
+        >>> _, state = nn.make_with_state(nn.Sequential)(OrderedDict(bn=nn.BatchNorm1d(2)))
+        >>> [name for name, _ in state.named_buffers()]
+        ['bn.running_mean', 'bn.running_var', 'bn.num_batches_tracked']
+        """
         for key, value in self._values.items():
             if isinstance(value, Mapping):
                 for name, buffer in value.items():
@@ -84,6 +105,12 @@ class State:
                 yield key, value
 
     def keys(self) -> list[str]:
+        """The stateful layers' keys (their dotted names in the model), in model order.
+
+        >>> from ember import nn
+        >>> nn.make_with_state(nn.Sequential)(nn.BatchNorm1d(2), nn.ReLU(), nn.BatchNorm1d(2))[1].keys()
+        ['0', '2']
+        """
         return list(self._values)
 
     def __len__(self) -> int:

@@ -132,7 +132,8 @@ def _max_indices(x: Array, values: Array, k, s, d, out, pads) -> Array:
 
 
 def max_pool1d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-               dilation: IntOrTuple = 1, ceil_mode: bool = False, return_indices: bool = False):  # fmt: skip
+               dilation: IntOrTuple = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Array | tuple[Array, Array]:  # fmt: skip
     """1-D max pooling over (N, C, L) or (C, L), as ``torch.nn.functional.max_pool1d``.
 
     Args:
@@ -154,7 +155,8 @@ def max_pool1d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
 
 
 def max_pool2d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-               dilation: IntOrTuple = 1, ceil_mode: bool = False, return_indices: bool = False):  # fmt: skip
+               dilation: IntOrTuple = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Array | tuple[Array, Array]:  # fmt: skip
     """2-D max pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.functional.max_pool2d``.
 
     Args as ``max_pool1d``, each an int or a pair; indices are flat positions ``h * W + w`` in each plane.
@@ -169,7 +171,8 @@ def max_pool2d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | N
 
 
 def max_pool3d(input: ArrayLike, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
-               dilation: IntOrTuple = 1, ceil_mode: bool = False, return_indices: bool = False):  # fmt: skip
+               dilation: IntOrTuple = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Array | tuple[Array, Array]:  # fmt: skip
     """3-D max pooling over (N, C, D, H, W) or (C, D, H, W), as ``torch.nn.functional.max_pool3d``.
 
     Args as ``max_pool1d``, each an int or a triple; indices are flat positions in each (D, H, W) volume.
@@ -525,7 +528,8 @@ def adaptive_avg_pool3d(input: ArrayLike, output_size: int | Sequence[int | None
     return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
 
 
-def adaptive_max_pool1d(input: ArrayLike, output_size: int | Sequence[int], return_indices: bool = False):
+def adaptive_max_pool1d(input: ArrayLike, output_size: int | Sequence[int],
+                        return_indices: bool = False) -> Array | tuple[Array, Array]:  # fmt: skip
     """Max pooling to a given length, as ``torch.nn.functional.adaptive_max_pool1d`` (windows as adaptive_avg_pool1d).
 
     >>> import ember.numpy as enp
@@ -537,7 +541,8 @@ def adaptive_max_pool1d(input: ArrayLike, output_size: int | Sequence[int], retu
     return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
 
 
-def adaptive_max_pool2d(input: ArrayLike, output_size: int | Sequence[int | None], return_indices: bool = False):
+def adaptive_max_pool2d(input: ArrayLike, output_size: int | Sequence[int | None],
+                        return_indices: bool = False) -> Array | tuple[Array, Array]:  # fmt: skip
     """Max pooling to a given (H, W), as ``torch.nn.functional.adaptive_max_pool2d`` (flat indices ``h * W + w``).
 
     >>> import ember.numpy as enp
@@ -548,7 +553,8 @@ def adaptive_max_pool2d(input: ArrayLike, output_size: int | Sequence[int | None
     return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
 
 
-def adaptive_max_pool3d(input: ArrayLike, output_size: int | Sequence[int | None], return_indices: bool = False):
+def adaptive_max_pool3d(input: ArrayLike, output_size: int | Sequence[int | None],
+                        return_indices: bool = False) -> Array | tuple[Array, Array]:  # fmt: skip
     """Max pooling to a given (D, H, W), as ``torch.nn.functional.adaptive_max_pool3d``.
 
     >>> import ember.numpy as enp
