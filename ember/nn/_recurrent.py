@@ -19,7 +19,7 @@ from ember import lax, random
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn._checks import require_key
+from ember.nn._checks import describe, require_key
 from ember.nn._linear import uniform_init
 from ember.nn._module import Module
 from ember.nn.functional._dropout import dropout
@@ -105,10 +105,6 @@ def _check_float(name: str, what: str, x: Array) -> None:
     if not dtypes.is_floating(x.dtype):
         raise DTypeError(f"{name}: expected a floating-point {what} (float16, bfloat16, float32 or float64), got "
                          f"shape {x.shape} and dtype {x.dtype}; convert it with x.astype('float32')")
-
-
-def _shape_text(shape: tuple) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _init_params(shapes: list[tuple[str, tuple[int, ...]]], hidden_size: int, key: Array, dtype: Any) -> dict:
@@ -223,12 +219,12 @@ class _RNNBase(Module):
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             raise ShapeError(
                 f"expected an input of shape {layout} or (L, input_size) unbatched, with input_size="
-                f"{self.input_size}; got shape {_shape_text(x.shape)} ({x.dtype})")
+                f"{self.input_size}; got shape {describe(x)}")
         _check_float(name, "input", x)
         length = x.shape[1 if self.batch_first and x.ndim == 3 else 0]
         if length == 0:
             raise ShapeError(f"expected a sequence length larger than 0 (as PyTorch), got an input of shape "
-                             f"{_shape_text(x.shape)} ({x.dtype})")  # fmt: skip
+                             f"{describe(x)}")  # fmt: skip
         return x, x.ndim == 2
 
     def _check_state(self, what: str, value: Any, expected: tuple[int, ...], unbatched: bool, dtype: Any) -> Array:
@@ -238,8 +234,8 @@ class _RNNBase(Module):
             batch = "" if unbatched else ", batch"
             size = "hidden_size" if what != "h_0" or not self.proj_size else "proj_size"
             raise ShapeError(
-                f"expected {what} of shape {_shape_text(expected)} (num_layers * num_directions{batch}, "
-                f"{size}), got shape {_shape_text(value.shape)} ({value.dtype})")
+                f"expected {what} of shape {expected} (num_layers * num_directions{batch}, "
+                f"{size}), got shape {describe(value)}")
         _check_float(name, what, value)
         return value.astype(dtype)
 
@@ -480,7 +476,7 @@ class _CellBase(Module):
         x = input if isinstance(input, Array) else enp.asarray(input)
         if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
             raise ShapeError(f"expected an input of shape (N, input_size) or (input_size,) unbatched, with "
-                             f"input_size={self.input_size}; got shape {_shape_text(x.shape)} ({x.dtype})")
+                             f"input_size={self.input_size}; got shape {describe(x)}")
         _check_float(name, "input", x)
         return x, x.ndim == 1
 
@@ -490,9 +486,8 @@ class _CellBase(Module):
             return enp.zeros(expected, dtype)
         value = value if isinstance(value, Array) else enp.asarray(value)
         if tuple(value.shape) != expected:
-            raise ShapeError(f"expected {what} of shape {_shape_text(expected)} (the input's "
-                             f"batch, hidden_size={self.hidden_size}), got shape {_shape_text(value.shape)} "
-                             f"({value.dtype})")  # fmt: skip
+            raise ShapeError(f"expected {what} of shape {expected} (the input's batch, hidden_size="
+                             f"{self.hidden_size}), got shape {describe(value)}")  # fmt: skip
         _check_float(type(self).__name__, what, value)
         return value.astype(dtype)
 
