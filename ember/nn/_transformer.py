@@ -64,6 +64,12 @@ def _drop(layer: Module, x: Array, key: Array | None) -> Array:
     return layer(x, key=key) if layer.training and layer.p > 0 else x
 
 
+def _ff_block(layer: Module, x: Array, k_ff: Array | None, dropout: Dropout, key: Array | None) -> Array:
+    """PyTorch's ``_ff_block``: ``linear2(dropout(activation(linear1(x))))``, then the residual's ``dropout``."""
+    hidden = _drop(layer.dropout, layer.activation(layer.linear1(x)), k_ff)
+    return _drop(dropout, layer.linear2(hidden), key)
+
+
 def _check_input(name: str, x: Array, d_model: int, batch_first: bool) -> None:
     if x.ndim not in (2, 3) or x.shape[-1] != d_model:
         layout = "(N, L, d_model)" if batch_first else "(L, N, d_model)"
@@ -141,15 +147,11 @@ class TransformerEncoderLayer(Module):
                                  need_weights=False, is_causal=is_causal, dropout_key=k_attn)[0]  # fmt: skip
             return _drop(self.dropout1, out, k1)
 
-        def ff_block(x):
-            hidden = _drop(self.dropout, self.activation(self.linear1(x)), k_ff)
-            return _drop(self.dropout2, self.linear2(hidden), k2)
-
         if self.norm_first:
             x = x + sa_block(self.norm1(x))
-            return x + ff_block(self.norm2(x))
+            return x + _ff_block(self, self.norm2(x), k_ff, self.dropout2, k2)
         x = self.norm1(x + sa_block(x))
-        return self.norm2(x + ff_block(x))
+        return self.norm2(x + _ff_block(self, x, k_ff, self.dropout2, k2))
 
     def extra_repr(self) -> str:
         return ""
@@ -229,17 +231,13 @@ class TransformerDecoderLayer(Module):
                                       is_causal=memory_is_causal, dropout_key=k_cross)[0]  # fmt: skip
             return _drop(self.dropout2, out, k2)
 
-        def ff_block(x):
-            hidden = _drop(self.dropout, self.activation(self.linear1(x)), k_ff)
-            return _drop(self.dropout3, self.linear2(hidden), k3)
-
         if self.norm_first:
             x = x + sa_block(self.norm1(x))
             x = x + mha_block(self.norm2(x))
-            return x + ff_block(self.norm3(x))
+            return x + _ff_block(self, self.norm3(x), k_ff, self.dropout3, k3)
         x = self.norm1(x + sa_block(x))
         x = self.norm2(x + mha_block(x))
-        return self.norm3(x + ff_block(x))
+        return self.norm3(x + _ff_block(self, x, k_ff, self.dropout3, k3))
 
     def extra_repr(self) -> str:
         return ""
