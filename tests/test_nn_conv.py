@@ -351,7 +351,8 @@ def test_functional_conv_errors():
     with pytest.raises(ShapeError, match=r"conv1d: the kernel .* is larger than the padded input: input of shape "
                                          r"\(1, 2, 3\) \(float32\) padded to spatial size \(5,\)"):
         F.conv1d(enp.ones((1, 2, 3)), enp.ones((1, 2, 7)), padding=1)
-    with pytest.raises(ShapeError, match=r"conv3d: expected a 4-d \(unbatched\) or 5-d \(batched\) input, got shape"):
+    with pytest.raises(ShapeError,
+                       match=r"conv3d: expected a 4-D \(C, D, H, W\) or 5-D \(N, C, D, H, W\) input, got shape"):
         F.conv3d(enp.ones((2, 3, 4)), enp.ones((1, 2, 1, 1, 1)))
     with pytest.raises(InvalidArgumentError, match="not supported for strided"):
         F.conv1d(enp.ones((1, 1, 5)), enp.ones((1, 1, 2)), stride=2, padding="same")

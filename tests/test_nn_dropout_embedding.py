@@ -123,7 +123,7 @@ def test_dropout_errors():
         F.dropout(x, 1.5, key=KEY)
     with pytest.raises(InvalidArgumentError, match="Dropout: dropout probability has to be between 0 and 1"):
         nn.Dropout(-0.1)
-    with pytest.raises(ShapeError, match=r"dropout1d: expected a 2D \(C, \*spatial\) or 3D \(N, C, \*spatial\) input, "
+    with pytest.raises(ShapeError, match=r"dropout1d: expected a 2-D \(C, L\) or 3-D \(N, C, L\) input, "
                                          r"got shape \(2, 3, 4, 5\)"):
         F.dropout1d(enp.ones((2, 3, 4, 5)), key=KEY)
     with pytest.raises(DTypeError, match="dropout: expected a floating input"):

@@ -11,12 +11,15 @@ import numpy as np
 
 import ember.numpy as enp
 from ember.core.array import Array
-from ember.errors import DTypeError, InvalidArgumentError
+from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 
 # What an nn.functional function accepts where it takes an array: ember arrays, NumPy arrays, scalars.
 ArrayLike = Union[Array, np.ndarray, float, int, bool]
 # A size per spatial dimension, or one int for all of them (PyTorch's _size_any_t).
 IntOrTuple = Union[int, Sequence[int]]
+
+# The spatial dimensions of a channels-first input with 1, 2 or 3 of them, as error messages name them.
+SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
 
 
 def floating_input(op: str, input: ArrayLike) -> Array:
@@ -53,3 +56,20 @@ def ntuple(op: str, name: str, value: IntOrTuple, n: int) -> tuple[int, ...]:
     if len(values) != n:
         raise InvalidArgumentError(f"{op}: {name}={value!r} must be an int or a tuple of {n} ints")
     return values
+
+
+def channels_first_rank(op: str, x: Array, n: int, hint: str = "") -> bool:
+    """Check that ``x`` is (C, *spatial) or (N, C, *spatial) with ``n`` spatial dimensions; whether it is batched.
+
+    >>> import ember.numpy as enp
+    >>> channels_first_rank("max_pool2d", enp.zeros((1, 3, 4, 4)), 2)
+    True
+    >>> channels_first_rank("max_pool2d", enp.zeros(7), 2)
+    Traceback (most recent call last):
+    ...
+    ember.errors.ShapeError: max_pool2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape (7,) (float32)
+    """
+    if x.ndim not in (n + 1, n + 2):
+        raise ShapeError(f"{op}: expected a {n + 1}-D (C, {SPATIAL[n]}) or {n + 2}-D (N, C, {SPATIAL[n]}) input, got "
+                         f"shape {x.shape} ({x.dtype}){hint}")  # fmt: skip
+    return x.ndim == n + 2

@@ -10,7 +10,7 @@ import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike, IntOrTuple, ntuple
+from ember.nn.functional._common import ArrayLike, IntOrTuple, channels_first_rank, ntuple
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -34,9 +34,7 @@ def _operands(op: str, n: int, input: ArrayLike, weight: ArrayLike, bias: ArrayL
     dtype = enp.result_type(*(a for a in (x, w, b) if a is not None))
     x, w = x.astype(dtype), w.astype(dtype)
     b = None if b is None else b.astype(dtype)
-    if x.ndim not in (n + 1, n + 2):
-        raise ShapeError(f"{op}: expected a {n + 1}-d (unbatched) or {n + 2}-d (batched) input, got shape {x.shape} "
-                         f"({x.dtype})")
+    channels_first_rank(op, x, n)
     if w.ndim != n + 2:
         raise ShapeError(f"{op}: expected a {n + 2}-d weight, got shape {w.shape} ({w.dtype})")
     return x, w, b

@@ -14,7 +14,7 @@ import ember.numpy as enp
 from ember import random
 from ember.core.array import Array
 from ember.errors import EmberError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike, floating_input
+from ember.nn.functional._common import ArrayLike, channels_first_rank, floating_input
 from ember.random import _keys
 
 __all__ = ["alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout"]
@@ -84,11 +84,9 @@ def dropout(input: ArrayLike, p: float = 0.5, training: bool = True, inplace: bo
 
 def _feature_shape(op: str, x: Array, batched_ndim: int) -> tuple[Array, bool]:
     """``x`` with a batch dimension (added when it has none) and whether one was added; checks the rank."""
-    if x.ndim not in (batched_ndim - 1, batched_ndim):
-        raise ShapeError(
-            f"{op}: expected a {batched_ndim - 1}D (C, *spatial) or {batched_ndim}D (N, C, *spatial) input, got shape "
-            f"{x.shape} ({x.dtype}); for element-wise dropout use nn.functional.dropout")
-    return (x, False) if x.ndim == batched_ndim else (x[None], True)
+    if channels_first_rank(op, x, batched_ndim - 2, hint="; for element-wise dropout use nn.functional.dropout"):
+        return x, False
+    return x[None], True
 
 
 def _feature_dropout(op: str, input: ArrayLike, p: float, training: bool, key, batched_ndim: int) -> Array:

@@ -23,7 +23,7 @@ from ember import lax
 from ember.transforms.custom import custom_jvp
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike, IntOrTuple, floating_input, ntuple
+from ember.nn.functional._common import SPATIAL, ArrayLike, IntOrTuple, channels_first_rank, floating_input, ntuple
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
@@ -32,21 +32,14 @@ __all__ = [
     "pixel_shuffle", "pixel_unshuffle", "upsample",
 ]  # fmt: skip
 
-_SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
-
-
 # --- argument checks -----------------------------------------------------------------------------------
 
 
 def _batched(op: str, input: ArrayLike, n: int) -> tuple[Array, bool]:
     """The input as (N, C, *spatial), and whether it came without the batch dimension."""
     x = enp.asarray(input)
-    if x.ndim not in (n + 1, n + 2):
-        raise ShapeError(
-            f"{op}: expected a {n + 1}-D (C, {_SPATIAL[n]}) or {n + 2}-D (N, C, {_SPATIAL[n]}) input, got shape "
-            f"{x.shape} ({x.dtype})")
+    unbatched = not channels_first_rank(op, x, n)
     x = floating_input(op, x)
-    unbatched = x.ndim == n + 1
     if unbatched:
         x = x[None]
     if any(d == 0 for d in x.shape[1:]):
@@ -190,7 +183,7 @@ def _max_unpool(op: str, n: int, input, indices, kernel_size, stride, padding, o
     index = enp.asarray(indices)
     if x.ndim not in (n + 1, n + 2) or index.shape != x.shape:
         raise ShapeError(
-            f"{op}: expected a {n + 1}-D (C, {_SPATIAL[n]}) or {n + 2}-D (N, C, {_SPATIAL[n]}) input and indices of "
+            f"{op}: expected a {n + 1}-D (C, {SPATIAL[n]}) or {n + 2}-D (N, C, {SPATIAL[n]}) input and indices of "
             f"its shape (max_pool{n}d's with return_indices=True), got {x.shape} ({x.dtype}) and {index.shape} "
             f"({index.dtype})")
     if not enp.issubdtype(index.dtype, enp.integer):
