@@ -13,12 +13,12 @@ from ember.nn._checks import describe
 from ember.nn._linear import uniform_init
 from ember.nn._module import Module
 from ember.nn.functional import _conv as fconv
+from ember.nn.functional._common import IntOrTuple, ntuple
 from ember.nn.functional._padding import pad
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-IntOrTuple = int | Sequence[int]
 
 
 class _ConvNd(Module):
@@ -49,10 +49,10 @@ class _ConvNd(Module):
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise InvalidArgumentError(f"{name}: in_channels={in_channels} and out_channels={out_channels} must both "
                                        f"be divisible by groups={groups}")
-        self.kernel_size = fconv.ntuple(name, "kernel_size", kernel_size, n)
-        self.stride = fconv.ntuple(name, "stride", stride, n)
-        self.dilation = fconv.ntuple(name, "dilation", dilation, n)
-        self.output_padding = fconv.ntuple(name, "output_padding", output_padding, n)
+        self.kernel_size = ntuple(name, "kernel_size", kernel_size, n)
+        self.stride = ntuple(name, "stride", stride, n)
+        self.dilation = ntuple(name, "dilation", dilation, n)
+        self.output_padding = ntuple(name, "output_padding", output_padding, n)
         if isinstance(padding, str):
             if padding not in ("same", "valid") or self._transposed:
                 raise InvalidArgumentError(f"{name}: padding={padding!r} must be an int or a tuple of ints"
@@ -62,7 +62,7 @@ class _ConvNd(Module):
                                            f"(stride={self.stride})")
             self.padding = padding
         else:
-            self.padding = fconv.ntuple(name, "padding", padding, n)
+            self.padding = ntuple(name, "padding", padding, n)
         if padding_mode not in _PADDING_MODES or (self._transposed and padding_mode != "zeros"):
             allowed = "'zeros'" if self._transposed else "'zeros', 'reflect', 'replicate' or 'circular'"
             raise InvalidArgumentError(f"{name}: padding_mode={padding_mode!r} must be {allowed}")

@@ -13,7 +13,7 @@ from typing import Any
 from ember.core.array import Array
 from ember.nn._module import Module
 from ember.nn.functional import _pooling as fp
-from ember.nn.functional._conv import ntuple
+from ember.nn.functional._common import IntOrTuple, ntuple
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -21,8 +21,6 @@ __all__ = [
     "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "PixelShuffle", "PixelUnshuffle",
     "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
 ]  # fmt: skip
-
-IntOrTuple = int | Sequence[int]
 
 
 def _static(value: Any) -> Any:
