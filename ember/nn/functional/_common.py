@@ -38,6 +38,22 @@ def floating_input(op: str, input: ArrayLike) -> Array:
     return x
 
 
+def floating_operands(op: str, *xs: ArrayLike) -> list[Array]:
+    """The arguments as ember arrays, for the losses and distances. The first (the input) must be floating, as
+    PyTorch's kernels require; the others (targets) promote with it in the arithmetic. Complex is refused.
+
+    >>> import ember.numpy as enp
+    >>> [a.dtype.name for a in floating_operands("mse_loss", enp.zeros(2), enp.arange(2))]
+    ['float32', 'int32']
+    """
+    arrays = [enp.asarray(x) for x in xs]
+    for a in arrays:
+        if np.dtype(a.dtype).kind == "c":
+            raise DTypeError(f"{op}: complex inputs are not supported, got {a.dtype} of shape {a.shape}")
+    floating_input(op, arrays[0])
+    return arrays  # mixed dtypes promote in the arithmetic, which keeps Python scalars weak as JAX does
+
+
 def ntuple(op: str, name: str, value: IntOrTuple, n: int) -> tuple[int, ...]:
     """An int or n ints as a tuple of n ints (PyTorch's ``_ntuple``); one int in a sequence is repeated.
 

@@ -13,21 +13,10 @@ import numpy as np
 import ember.numpy as enp
 from ember import lax
 from ember.core.array import Array
-from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike, floating_input
+from ember.errors import InvalidArgumentError, ShapeError
+from ember.nn.functional._common import ArrayLike, floating_operands
 
 __all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
-
-
-def _floating(op: str, *xs: ArrayLike) -> list[Array]:
-    """The arguments as ember arrays. The first (the input) must be floating, as PyTorch's kernels require; the
-    others (targets) promote with it in the arithmetic. Complex arrays are refused."""
-    arrays = [enp.asarray(x) for x in xs]
-    for a in arrays:
-        if np.dtype(a.dtype).kind == "c":
-            raise DTypeError(f"{op}: complex inputs are not supported, got {a.dtype} of shape {a.shape}")
-    floating_input(op, arrays[0])
-    return arrays  # mixed dtypes promote in the arithmetic, which keeps Python scalars weak as JAX does
 
 
 def _broadcast_shape(op: str, x1: Array, x2: Array) -> tuple[int, ...]:
@@ -88,7 +77,7 @@ def normalize(input: ArrayLike, p: float = 2.0, dim: int = 1, eps: float = 1e-12
     >>> F.normalize(enp.array([[0.0, 2.0], [0.0, 0.0]])).tolist()
     [[0.0, 1.0], [0.0, 0.0]]
     """
-    (x,) = _floating("normalize", input)
+    (x,) = floating_operands("normalize", input)
     axis = _axis("normalize", dim, x.ndim)
     if x.ndim == 0:
         return x / enp.maximum(enp.abs(x), eps)
@@ -114,7 +103,7 @@ def cosine_similarity(x1: ArrayLike, x2: ArrayLike, dim: int = 1, eps: float = 1
     >>> F.cosine_similarity(enp.array([[1.0, 0.0], [0.0, 1.0]]), enp.array([[0.0, 2.0], [0.0, -3.0]])).tolist()
     [0.0, -1.0]
     """
-    a, b = _floating("cosine_similarity", x1, x2)
+    a, b = floating_operands("cosine_similarity", x1, x2)
     shape = _broadcast_shape("cosine_similarity", a, b)
     a, b = enp.broadcast_to(a, shape), enp.broadcast_to(b, shape)
     if len(shape) == 0:
@@ -142,7 +131,7 @@ def pairwise_distance(x1: ArrayLike, x2: ArrayLike, p: float = 2.0, eps: float =
     >>> F.pairwise_distance(enp.array([[0.0, 0.0]]), enp.array([[3.0, 4.0]]), eps=0.0).tolist()
     [5.0]
     """
-    a, b = _floating("pairwise_distance", x1, x2)
+    a, b = floating_operands("pairwise_distance", x1, x2)
     shape = _broadcast_shape("pairwise_distance", a, b)
     diff = a - b + eps
     if len(shape) == 0:
@@ -166,7 +155,7 @@ def pdist(input: ArrayLike, p: float = 2) -> Array:
     >>> F.pdist(enp.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])).tolist()
     [5.0, 1.0, 4.242640495300293]
     """
-    (x,) = _floating("pdist", input)
+    (x,) = floating_operands("pdist", input)
     if x.ndim != 2:
         raise ShapeError(f"pdist: expected an input of shape (N, M), got shape {x.shape} ({x.dtype})")
     if p < 0:

@@ -27,8 +27,8 @@ from ember import lax
 from ember.transforms.custom import custom_jvp
 from ember.core.array import Array
 from ember.errors import ConcretizationError, DTypeError, EmberIndexError, InvalidArgumentError, ShapeError
-from ember.nn.functional._common import ArrayLike
-from ember.nn.functional._distance import _floating, pairwise_distance
+from ember.nn.functional._common import ArrayLike, floating_operands
+from ember.nn.functional._distance import pairwise_distance
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy",
            "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "l1_loss", "margin_ranking_loss",
@@ -66,10 +66,10 @@ def _same_shape(op: str, names: tuple[str, ...], *arrays: Array) -> None:
 
 def _operands(op: str, reduction: str, names: tuple[str, ...], *values: ArrayLike,
               allowed: tuple[str, ...] = _REDUCTIONS) -> list[Array]:  # fmt: skip
-    """The checks an elementwise loss starts with: a known ``reduction``, a floating input (``_floating``) and
+    """The checks an elementwise loss starts with: a known ``reduction``, a floating input (``floating_operands``) and
     arrays of one shape (``_same_shape``); the arrays as ember arrays."""
     _check_reduction(op, reduction, allowed)
-    arrays = _floating(op, *values)
+    arrays = floating_operands(op, *values)
     _same_shape(op, names, *arrays)
     return arrays
 
@@ -216,7 +216,7 @@ def nll_loss(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None = Non
     0.4904
     """
     _check_reduction("nll_loss", reduction)
-    (x,) = _floating("nll_loss", input)
+    (x,) = floating_operands("nll_loss", input)
     axis = _class_shape_check("nll_loss", x, enp.asarray(target))
     n_classes = x.shape[axis]
     t = _class_target("nll_loss", target, n_classes, ignore_index)
@@ -259,7 +259,7 @@ def cross_entropy(input: ArrayLike, target: ArrayLike, weight: ArrayLike | None 
     _check_reduction("cross_entropy", reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise InvalidArgumentError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    (x,) = _floating("cross_entropy", input)
+    (x,) = floating_operands("cross_entropy", input)
     if x.ndim == 0:
         raise ShapeError(f"cross_entropy: the input must have a class dimension: shape (C), (N, C) or "
                          f"(N, C, d1, ..., dk), got a 0-d input ({x.dtype})")  # fmt: skip
@@ -578,7 +578,7 @@ def cosine_embedding_loss(input1: ArrayLike, input2: ArrayLike, target: ArrayLik
     [0.0, 1.0]
     """
     _check_reduction("cosine_embedding_loss", reduction)
-    a, b, y = _floating("cosine_embedding_loss", input1, input2, target)
+    a, b, y = floating_operands("cosine_embedding_loss", input1, input2, target)
     if a.ndim not in (1, 2) or b.shape != a.shape or y.shape != a.shape[:-1]:
         raise ShapeError(f"cosine_embedding_loss: expected input1 and input2 of one shape (D) or (N, D) and a target "
                          f"of shape () or (N), got {a.shape}, {b.shape} and {y.shape}")  # fmt: skip
@@ -606,7 +606,7 @@ def triplet_margin_loss(anchor: ArrayLike, positive: ArrayLike, negative: ArrayL
     _check_reduction("triplet_margin_loss", reduction)
     if margin <= 0:
         raise InvalidArgumentError(f"triplet_margin_loss: margin must be positive, got {margin}")
-    a, pos, neg = _floating("triplet_margin_loss", anchor, positive, negative)
+    a, pos, neg = floating_operands("triplet_margin_loss", anchor, positive, negative)
     if a.ndim not in (1, 2) or pos.shape != a.shape or neg.shape != a.shape:
         raise ShapeError(f"triplet_margin_loss: expected anchor, positive and negative of one shape (D) or (N, D), "
                          f"got {a.shape}, {pos.shape} and {neg.shape}")  # fmt: skip
@@ -659,7 +659,7 @@ def multi_margin_loss(input: ArrayLike, target: ArrayLike, p: int = 1, margin: f
     _check_reduction("multi_margin_loss", reduction)
     if p not in (1, 2):
         raise InvalidArgumentError(f"multi_margin_loss: p must be 1 or 2, got {p}")
-    (x,) = _floating("multi_margin_loss", input)
+    (x,) = floating_operands("multi_margin_loss", input)
     if x.ndim not in (1, 2):
         raise ShapeError(f"multi_margin_loss: expected an input of shape (C) or (N, C), got {x.shape} ({x.dtype})")
     n_classes = x.shape[-1]
