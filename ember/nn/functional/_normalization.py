@@ -128,6 +128,15 @@ def _channels_first(op: str, x: Array, min_ndim: int = 2) -> int:
     return x.shape[1]
 
 
+def _channel_affine(out: Array, weight: Array | None, bias: Array | None) -> Array:
+    """``out * weight + bias`` with per-channel (C,) parameters broadcast along axis 1; None skips one."""
+    if weight is not None:
+        out = out * _channel_view(weight, out.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, out.ndim)
+    return out
+
+
 def group_norm(input: ArrayLike, num_groups: int, weight: ArrayLike | None = None, bias: ArrayLike | None = None,
                eps: float = 1e-5) -> Array:  # fmt: skip
     """Normalise each group of ``C // num_groups`` channels of each sample, as ``torch.nn.functional.group_norm``.
@@ -156,12 +165,7 @@ def group_norm(input: ArrayLike, num_groups: int, weight: ArrayLike | None = Non
     mean = enp.mean(grouped, axis=-1, keepdims=True)
     centred = grouped - mean
     var = enp.mean(centred * centred, axis=-1, keepdims=True)
-    out = (centred * lax.rsqrt(var + eps)).reshape(x.shape).astype(x.dtype)
-    if weight is not None:
-        out = out * _channel_view(weight, x.ndim)
-    if bias is not None:
-        out = out + _channel_view(bias, x.ndim)
-    return out
+    return _channel_affine((centred * lax.rsqrt(var + eps)).reshape(x.shape).astype(x.dtype), weight, bias)
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -247,10 +251,7 @@ def batch_norm(input: ArrayLike, running_mean: ArrayLike | None, running_var: Ar
         mean, var = running_mean.astype(xc.dtype), running_var.astype(xc.dtype)
     scale = lax.rsqrt(var + eps)
     out = ((xc - _channel_view(mean, x.ndim)) * _channel_view(scale, x.ndim)).astype(x.dtype)
-    if weight is not None:
-        out = out * _channel_view(weight, x.ndim)
-    if bias is not None:
-        out = out + _channel_view(bias, x.ndim)
+    out = _channel_affine(out, weight, bias)
     return out if new_stats is None else (out, *new_stats)
 
 
@@ -310,10 +311,7 @@ def instance_norm(input: ArrayLike, running_mean: ArrayLike | None = None, runni
         scale = lax.rsqrt(running_var.astype(xc.dtype) + eps).reshape((c, *spatial))
         out = (xc - mean) * scale
     out = out.astype(x.dtype)
-    if weight is not None:
-        out = out * _channel_view(weight, x.ndim)
-    if bias is not None:
-        out = out + _channel_view(bias, x.ndim)
+    out = _channel_affine(out, weight, bias)
     return out if new_stats is None else (out, *new_stats)
 
 
