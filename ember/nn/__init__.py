@@ -52,7 +52,7 @@ from ember.nn._torch import *  # noqa: F403
 from ember.nn._transformer import *  # noqa: F403
 from ember.nn._tree import *  # noqa: F403
 
-__all__ = ["functional", "init", *_activations.__all__, *_attention.__all__, *_containers.__all__, *_conv.__all__,
-           *_dropout.__all__, *_embedding.__all__, *_linear.__all__, *_losses.__all__, *_module.__all__, *_normalization.__all__,
-           *_padding.__all__, *_pooling.__all__, *_recurrent.__all__, *_state.__all__, *_torch.__all__, *_transformer.__all__,
-           *_tree.__all__]  # fmt: skip
+__all__ = ["functional", "init", *_activations.__all__, *_attention.__all__, *_containers.__all__,
+           *_conv.__all__, *_dropout.__all__, *_embedding.__all__, *_linear.__all__, *_losses.__all__,
+           *_module.__all__, *_normalization.__all__, *_padding.__all__, *_pooling.__all__,
+           *_recurrent.__all__, *_state.__all__, *_torch.__all__, *_transformer.__all__, *_tree.__all__]  # fmt: skip

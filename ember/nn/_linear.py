@@ -53,7 +53,8 @@ class Linear(Module):
         self.bias = uniform_init(bkey, (out_features,), in_features, dtype) if bias else None
 
     def __call__(self, x: Array, *, key: Array | None = None) -> Array:
-        if getattr(x, "ndim", 0) < 1 or x.shape[-1] != self.in_features:
+        x = enp.asarray(x)
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
             raise ShapeError(f"expected an input whose last dimension is in_features={self.in_features}, got shape "
                              f"{describe(x)}")
         return linear(x, self.weight, self.bias)
