@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+import ember.numpy as enp
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.pytree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
@@ -222,7 +223,9 @@ def functional_call(model: Module, params: Mapping[str, Any] | Sequence[Mapping[
     """Call ``model`` with some of its arrays replaced, named as in PyTorch (``torch.func.functional_call``).
 
     ``params`` maps dotted names (``"0.weight"``, as ``named_parameters`` gives them) to arrays; names it
-    leaves out keep the model's own values. A tuple of dicts is merged.
+    leaves out keep the model's own values. A tuple of dicts is merged. Tied weights (one array under two
+    names, as in ``Sequential(layer, layer)``) stay tied, as with torch's ``tie_weights=True``: either name
+    replaces both uses, and giving the two names different arrays raises ``InvalidArgumentError``.
 
     >>> import ember, ember.numpy as enp
     >>> from ember import nn
@@ -286,8 +289,6 @@ def stack_modules(models: Sequence[Any]) -> Any:
     >>> ember.vmap(lambda m, x: m(x), in_axes=(0, None))(ensemble, enp.ones(3)).shape
     (4, 2)
     """
-    import ember.numpy as enp
-
     models = list(models)
     if not models:
         raise InvalidArgumentError("nn.stack_modules: give at least one model")
