@@ -435,3 +435,21 @@ def test_from_torch_of_a_resnet18_sized_tree_is_fast():
         times.append(time.perf_counter() - start)
     assert min(times) < 1.0, times  # about 0.1 s: no random initial weights are drawn
     assert len(tree.leaves(model)) == len(list(module.parameters())) and len(state) == 20
+
+
+def test_a_module_used_twice_converts_to_one_module_used_twice():
+    # torch's named_children() lists a repeated child once; the conversion must keep both applications, tied.
+    torch.manual_seed(0)
+    shared = torch.nn.Linear(3, 3)
+    t = torch.nn.Sequential(shared, torch.nn.Tanh(), shared)
+    model = nn.from_torch(t)
+    assert model.layers[0] is model.layers[2] and len(model) == 3
+    x = to_np(r(4, 3))
+    np.testing.assert_allclose(model(enp.asarray(x)), to_np(t(torch.tensor(x))), rtol=1e-5, atol=1e-6)
+    assert list(nn.to_torch_state_dict(model)) == list(t.state_dict())
+    # tied in functional_call too: one name replaces both uses
+    w = np.zeros((3, 3), np.float32)
+    np.testing.assert_allclose(nn.functional_call(model, {"2.weight": enp.asarray(w)}, enp.asarray(x)),
+                               np.broadcast_to(to_np(shared.bias), (4, 3)), rtol=1e-6)
+    listed = nn.from_torch(torch.nn.ModuleList([shared, shared]))
+    assert len(listed) == 2 and listed[0] is listed[1]

@@ -65,10 +65,12 @@ def _to_ember(tensor: Any) -> Any:
 
 
 class _Context:
-    """What the conversion of one tree shares (the torch package, imported once)."""
+    """What the conversion of one tree shares: the torch package (imported once), and the conversions made so
+    far by torch module identity, so a module used twice (``Sequential(layer, layer)``) is one ember module."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
+        self.converted: dict[int, tuple[Any, Module]] = {}
 
 
 def _arg_value(value: Any, default: Any, path: str, name: str, ctx: _Context) -> Any:
@@ -219,7 +221,7 @@ def _sequential(module: Any, path: str, ctx: _Context) -> Module:
 
     from ember import nn
 
-    children = [(name, _convert(child, _join(path, name), ctx)) for name, child in module.named_children()]
+    children = [(name, _convert(child, _join(path, name), ctx)) for name, child in _children(module)]
     if all(name == str(i) for i, (name, _) in enumerate(children)):
         return nn.Sequential(*(c for _, c in children))
     return nn.Sequential(OrderedDict(children))
@@ -228,13 +230,19 @@ def _sequential(module: Any, path: str, ctx: _Context) -> Module:
 def _module_list(module: Any, path: str, ctx: _Context) -> Module:
     from ember import nn
 
-    return nn.ModuleList([_convert(child, _join(path, name), ctx) for name, child in module.named_children()])
+    return nn.ModuleList([_convert(child, _join(path, name), ctx) for name, child in _children(module)])
 
 
 def _module_dict(module: Any, path: str, ctx: _Context) -> Module:
     from ember import nn
 
-    return nn.ModuleDict({name: _convert(child, _join(path, name), ctx) for name, child in module.named_children()})
+    return nn.ModuleDict({name: _convert(child, _join(path, name), ctx) for name, child in _children(module)})
+
+
+def _children(module: Any) -> list[tuple[str, Any]]:
+    """Every child under every name: ``named_children()`` lists a module used twice only once, which would
+    drop the second application of ``Sequential(layer, layer)``."""
+    return [(name, child) for name, child in module._modules.items() if child is not None]
 
 
 def _join(prefix: str, name: str) -> str:
@@ -317,7 +325,10 @@ def _converter_of(module: Any, path: str, torch: Any) -> Callable[..., Module]:
 
 
 def _convert(module: Any, path: str, ctx: _Context) -> Module:
-    return _converter_of(module, path, ctx.torch)(module, path, ctx)
+    done = ctx.converted.get(id(module))
+    if done is None:  # the torch module is kept with its conversion, so its id is not reused meanwhile
+        done = ctx.converted[id(module)] = (module, _converter_of(module, path, ctx.torch)(module, path, ctx))
+    return done[1]
 
 
 # --- public ---------------------------------------------------------------------------------------------
