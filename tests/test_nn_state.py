@@ -104,6 +104,20 @@ def test_state_keeps_each_layers_buffer_order():
     assert order(built) == ["x.b", "x.a"] and order(tree.map(lambda b: b, built)) == ["x.b", "x.a"]
 
 
+def test_a_stateful_layer_used_twice_has_one_entry_under_its_first_name():
+    shared = RunningMean(2)
+    model, state = nn.make_with_state(nn.Sequential)(shared, nn.Tanh(), shared)
+    assert state.keys() == ["0"] and model.layers[0].state_key == model.layers[2].state_key == "0"
+    x = np.random.default_rng(4).normal(size=(3, 2)).astype(np.float32)
+    out, new = model(enp.asarray(x), state)
+    # both applications read and write the one entry, in turn (as a torch module used twice updates its buffers twice)
+    h = x  # the first application subtracts the initial mean, 0
+    mean = 0.5 * h.mean(0)
+    np.testing.assert_allclose(out, np.tanh(h) - mean, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(new["0.mean"], 0.5 * mean + 0.5 * np.tanh(h).mean(0), rtol=1e-6, atol=1e-6)
+    assert new["0.count"].item() == 2
+
+
 def test_stack_modules_stacks_states():
     states = [tree.map(lambda b, i=i: b + i, _model()[1]) for i in range(3)]
     stacked = nn.stack_modules(states)

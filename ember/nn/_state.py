@@ -191,7 +191,11 @@ def init_state(model: Module) -> tuple[Module, State]:
     >>> model.layers[0].state_key, state.keys()
     ('0', ['0'])
     """
-    names = {id(m): name for name, m in model.named_modules() if _has_own_state(m)}
+    names: dict[int, str] = {}
+    for name, m in model.named_modules():
+        if _has_own_state(m):
+            # A layer used twice has one entry, under its first name (as torch's named_buffers lists it once)
+            names.setdefault(id(m), name)
     values: dict[str, Any] = {}
 
     def assign(m: Module) -> Module:
