@@ -106,7 +106,8 @@ class Sequential(_Layers, Module):
         if stateful and state is None:
             raise InvalidArgumentError(
                 "Sequential: this model has running statistics (BatchNorm); call it as out, state = model(x, state) "
-                "with the state from nn.make_with_state(...), or call model.eval() ... with its state")
+                "with the state that nn.make_with_state(...) or nn.from_torch returned (in eval mode too: the "
+                "running statistics are read from it)")
         if state is not None and not stateful:
             raise InvalidArgumentError(
                 "Sequential: this model has no state (no BatchNorm with running statistics), but was called with "
