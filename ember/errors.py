@@ -15,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArgumentTypeError",
+    "CheckpointError",
     "ConcretizationError",
     "DTypeError",
     "DeletedArrayError",
@@ -92,3 +93,8 @@ class NaNError(EmberError, FloatingPointError):
 class DeletedArrayError(EmberError, RuntimeError):
     """An array was used after it was donated to a jitted function (``jit(f, donate_argnums=...)``),
     which may have written its results into the array's buffer (a ``RuntimeError``, as in JAX)."""
+
+
+class CheckpointError(EmberError, ValueError):
+    """A checkpoint file cannot be read or written as asked: truncated, corrupt or crafted, naming an unknown
+    type, or not matching the structure it is loaded into (a ``ValueError``). Loading never runs code from the file."""

@@ -1,0 +1,132 @@
+"""The shape of every optimizer: a ``GradientTransformation`` (``init``, ``update``) over any pytree.
+
+``update(grads, state, params)`` returns ``(updates, state)``: the updates are what to *add* to the
+parameters (``apply_updates``), as in optax, so an SGD step's update is ``-learning_rate * grad``.
+Leaves that are ``None`` (parameters ``nn.partition`` left out, frozen ones) are skipped by every
+transformation, because ``None`` is an empty pytree node. A hyperparameter is a number or a schedule
+(a function of the step count, ``optim.cosine_decay(...)``); the step count lives in the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import ember.numpy as enp
+from ember.core.array import Array
+from ember.core.pytree import tree_map
+from ember.errors import InvalidArgumentError
+
+__all__ = ["GradientTransformation", "Schedule", "apply_updates", "chain", "identity", "learning_rate_of",
+           "value_at"]  # fmt: skip
+
+Params = Any
+Updates = Any
+OptState = Any
+#: A schedule: the value of a hyperparameter at a step count (an int32 array, or a Python int).
+Schedule = Callable[[Any], Any]
+
+
+class GradientTransformation(NamedTuple):
+    """An optimizer or a piece of one: ``init(params) -> state``, ``update(grads, state, params) -> (updates, state)``.
+
+    >>> import ember.numpy as enp
+    >>> from ember import optim
+    >>> opt = optim.sgd(learning_rate=0.1)
+    >>> params = {'w': enp.array([1.0, 2.0])}
+    >>> state = opt.init(params)
+    >>> updates, state = opt.update({'w': enp.array([1.0, 1.0])}, state, params)
+    >>> optim.apply_updates(params, updates)['w'].tolist()
+    [0.8999999761581421, 1.899999976158142]
+    """
+
+    init: Callable[[Params], OptState]
+    update: Callable[..., tuple[Updates, OptState]]
+
+
+class EmptyState(NamedTuple):
+    """The state of a transformation that keeps none."""
+
+
+def identity() -> GradientTransformation:
+    """The transformation that passes updates through unchanged.
+
+    >>> import ember.numpy as enp
+    >>> from ember import optim
+    >>> optim.identity().update(enp.ones(2), ())[0].tolist()
+    [1.0, 1.0]
+    """
+    return GradientTransformation(lambda params: EmptyState(), lambda updates, state, params=None: (updates, state))
+
+
+def chain(*transformations: GradientTransformation) -> GradientTransformation:
+    """Apply transformations in order, each to the previous one's updates (optax's ``chain``).
+
+    >>> import ember.numpy as enp
+    >>> from ember import optim
+    >>> opt = optim.chain(optim.clip_by_global_norm(1.0), optim.sgd(learning_rate=0.5))
+    >>> updates, _ = opt.update(enp.array([3.0, 4.0]), opt.init(enp.zeros(2)), enp.zeros(2))
+    >>> updates.tolist()
+    [-0.30000001192092896, -0.4000000059604645]
+    """
+    inits = tuple(t.init for t in transformations)
+    updates_fns = tuple(t.update for t in transformations)
+
+    def init(params: Params) -> tuple:
+        return tuple(fn(params) for fn in inits)
+
+    def update(updates: Updates, state: tuple, params: Params = None) -> tuple[Updates, tuple]:
+        if len(state) != len(updates_fns):
+            raise InvalidArgumentError(f"optim.chain: the state has {len(state)} parts for {len(updates_fns)} "
+                                       f"transformations; pass the state this chain's init returned")
+        new_state = []
+        for fn, s in zip(updates_fns, state):
+            updates, s = fn(updates, s, params)
+            new_state.append(s)
+        return updates, tuple(new_state)
+
+    return GradientTransformation(init, update)
+
+
+def apply_updates(params: Params, updates: Updates) -> Params:
+    """``params + updates`` leaf by leaf, keeping each parameter's dtype (optax's ``apply_updates``).
+
+    ``None`` updates (frozen or partitioned-out leaves) leave their parameter unchanged.
+
+    >>> import ember.numpy as enp
+    >>> from ember import optim
+    >>> optim.apply_updates({'w': enp.ones(2), 'b': enp.zeros(1)}, {'w': enp.ones(2), 'b': None})['w'].tolist()
+    [2.0, 2.0]
+    """
+    def add(p: Any, u: Any) -> Any:
+        if u is None or p is None:
+            return p
+        p = enp.asarray(p)
+        return (p + u).astype(p.dtype)
+
+    return tree_map(add, params, updates, is_leaf=lambda x: x is None)
+
+
+def value_at(hyperparameter: float | Schedule | Array, count: Any) -> Any:
+    """A hyperparameter's value at step ``count``: a schedule is called, a number returned as it is.
+
+    >>> from ember import optim
+    >>> optim.value_at(0.1, 5), float(optim.value_at(optim.exponential(1.0, gamma=0.5), 2))
+    (0.1, 0.25)
+    """
+    return hyperparameter(count) if callable(hyperparameter) else hyperparameter
+
+
+def learning_rate_of(fn: str, learning_rate: float | Schedule | None, lr: float | Schedule | None,
+                     default: float | None = None) -> float | Schedule:  # fmt: skip
+    """The learning rate given as ``learning_rate`` (optax's and ember's name) or ``lr`` (PyTorch's), not both."""
+    if learning_rate is not None and lr is not None:
+        raise InvalidArgumentError(f"optim.{fn}: give the learning rate once, as learning_rate= (or PyTorch's lr=), "
+                                   f"not both")
+    chosen = learning_rate if learning_rate is not None else lr if lr is not None else default
+    if chosen is None:
+        raise InvalidArgumentError(f"optim.{fn}: the learning rate is required: optim.{fn}(learning_rate=1e-3) "
+                                   f"(or lr=1e-3)")
+    if not callable(chosen) and float(chosen) < 0:
+        raise InvalidArgumentError(f"optim.{fn}: invalid learning rate {chosen} (it must be >= 0)")
+    return chosen
