@@ -11,6 +11,7 @@ from ember import (
     lax,
     nn,
     numpy,
+    optim,
     random,
     scipy,
     test_util,
@@ -69,7 +70,7 @@ def _install_boundaries() -> None:
 
     for name in ("ember", "ember.numpy", "ember.numpy.linalg", "ember.numpy.fft", "ember.lax", "ember.lax.linalg",
                  "ember.scipy.special", "ember.scipy.linalg", "ember.random", "ember.tree", "ember.nn", "ember.nn.functional",
-                 "ember.nn.init"):  # fmt: skip
+                 "ember.nn.init", "ember.optim"):  # fmt: skip
         if name in sys.modules:
             _traceback.wrap_namespace(sys.modules[name])
 
@@ -78,5 +79,5 @@ _install_boundaries()
 
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
            "custom_jvp", "custom_vjp", "debug", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian",
-           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "nn", "numpy",
+           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "nn", "numpy", "optim",
            "pure_callback", "remat", "scipy", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
