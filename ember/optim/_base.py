@@ -9,6 +9,7 @@ transformation, because ``None`` is an empty pytree node. A hyperparameter is a 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -66,8 +67,8 @@ def chain(*transformations: GradientTransformation) -> GradientTransformation:
     >>> from ember import optim
     >>> opt = optim.chain(optim.clip_by_global_norm(1.0), optim.sgd(learning_rate=0.5))
     >>> updates, _ = opt.update(enp.array([3.0, 4.0]), opt.init(enp.zeros(2)), enp.zeros(2))
-    >>> updates.tolist()
-    [-0.30000001192092896, -0.4000000059604645]
+    >>> updates.tolist()  # clipped as torch's clip_grad_norm_: by 1 / (5 + 1e-6)
+    [-0.2999999523162842, -0.3999999165534973]
     """
     inits = tuple(t.init for t in transformations)
     updates_fns = tuple(t.update for t in transformations)
@@ -75,17 +76,28 @@ def chain(*transformations: GradientTransformation) -> GradientTransformation:
     def init(params: Params) -> tuple:
         return tuple(fn(params) for fn in inits)
 
-    def update(updates: Updates, state: tuple, params: Params = None) -> tuple[Updates, tuple]:
+    def update(updates: Updates, state: tuple, params: Params = None, **extra_args: Any) -> tuple[Updates, tuple]:
         if len(state) != len(updates_fns):
             raise InvalidArgumentError(f"optim.chain: the state has {len(state)} parts for {len(updates_fns)} "
                                        f"transformations; pass the state this chain's init returned")
         new_state = []
         for fn, s in zip(updates_fns, state):
-            updates, s = fn(updates, s, params)
+            # extra keyword arguments (reduce_on_plateau's value=loss) go to the transformations taking them
+            updates, s = fn(updates, s, params, **_accepted(fn, extra_args))
             new_state.append(s)
         return updates, tuple(new_state)
 
     return GradientTransformation(init, update)
+
+
+def _accepted(fn: Callable, extra_args: dict) -> dict:
+    """The keyword arguments among ``extra_args`` that ``fn`` takes."""
+    if not extra_args:
+        return extra_args
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return extra_args
+    return {k: v for k, v in extra_args.items() if k in params}
 
 
 def apply_updates(params: Params, updates: Updates) -> Params:
