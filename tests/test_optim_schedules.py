@@ -209,3 +209,44 @@ def test_errors_name_the_function():
         optim.cosine_annealing_warm_restarts(1.0, T_0=3, T_mult=0)
     with pytest.raises(InvalidArgumentError, match="optim.step.*step_size"):
         optim.step(1.0, step_size=0)
+
+
+@pytest.mark.skipif(not hasattr(optim, "sgd") or not hasattr(optim, "adam"), reason="optim.sgd/adam not written yet")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["step", "cosine_decay", "onecycle", "warm_restarts_mult2", "linear", "join"])
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_schedule_as_learning_rate_matches_torch_scheduler(dtype, name, opt_name):
+    ember_schedule, torch_scheduler = CASES[name]
+    rng = np.random.default_rng(5)
+    w0, x, y = (rng.standard_normal((4, 3)), rng.standard_normal((8, 4)), rng.standard_normal((8, 3)))
+    w0, x, y = (a.astype(dtype) for a in (w0, x, y))
+    steps = 30
+    with ember.config.x64(dtype == "float64"):
+        opt = optim.sgd(ember_schedule(), momentum=0.9) if opt_name == "sgd" else optim.adam(ember_schedule())
+        params = {"w": enp.asarray(w0), "frozen": None}
+        state = opt.init(params)
+
+        @ember.jit
+        def train_step(params, state):
+            grads = ember.grad(lambda p: enp.mean((enp.asarray(x) @ p["w"] - enp.asarray(y)) ** 2))(params)
+            updates, state = opt.update(grads, state, params)
+            return optim.apply_updates(params, updates), state
+
+        ember_ws = []
+        for _ in range(steps):
+            params, state = train_step(params, state)
+            ember_ws.append(np.asarray(params["w"]))
+        assert train_step.trace_count == 1
+    w = torch.nn.Parameter(torch.tensor(w0))
+    topt = torch.optim.SGD([w], lr=0.5, momentum=0.9) if opt_name == "sgd" else torch.optim.Adam([w], lr=0.5)
+    if name == "onecycle":
+        sched = LRS.OneCycleLR(topt, 0.5, total_steps=STEPS, cycle_momentum=False)
+    else:
+        sched = torch_scheduler(topt)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for step_i in range(steps):
+        topt.zero_grad()
+        torch.mean((torch.tensor(x) @ w - torch.tensor(y)) ** 2).backward()
+        topt.step()
+        sched.step()
+        np.testing.assert_allclose(ember_ws[step_i], w.detach().numpy(), err_msg=f"step {step_i}", **tol)
