@@ -118,7 +118,8 @@ def test_schedule_float64(name):
 def test_constant_and_piecewise_constant():
     np.testing.assert_array_equal(ember_curve(optim.constant(0.3), 10), np.full(10, 0.3, np.float32))
     s = optim.piecewise_constant(2.0, {50: 0.5, 10: 0.1, 120: 3.0})
-    expected = [2.0 * (0.1 if c >= 10 else 1) * (0.5 if c >= 50 else 1) * (3.0 if c >= 120 else 1) for c in range(STEPS)]
+    expected = [2.0 * (0.1 if c >= 10 else 1) * (0.5 if c >= 50 else 1) * (3.0 if c >= 120 else 1)
+                for c in range(STEPS)]
     np.testing.assert_allclose(ember_curve(s), expected, rtol=1e-6)
     assert float(optim.piecewise_constant(0.7)(5)) == pytest.approx(0.7)
 

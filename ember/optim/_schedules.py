@@ -255,7 +255,8 @@ def polynomial(init_value: float, total_iters: int = 5, power: float = 1.0) -> S
 
 
 def onecycle(max_lr: float, total_steps: int, pct_start: float = 0.3, anneal_strategy: str = "cos",
-             div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False) -> Schedule:  # fmt: skip
+             div_factor: float = 25.0, final_div_factor: float = 1e4,
+             three_phase: bool = False) -> Schedule:  # fmt: skip
     """The 1cycle policy's learning rate (``torch.optim.lr_scheduler.OneCycleLR``).
 
     From ``max_lr / div_factor`` up to ``max_lr`` over ``pct_start * total_steps`` steps, then down to
