@@ -169,6 +169,28 @@ def test_asgd_state_follows_torch():
         np.testing.assert_allclose(np.asarray(state.ax), tstate["ax"].numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_asgd_schedule_matches_torch_exponential_lr(dtype):
+    """A schedule as learning rate is torch's ASGD stepped with ExponentialLR after every step."""
+    torch = pytest.importorskip("torch")
+
+    class Scheduled:
+        def __init__(self, params):
+            self.opt = torch.optim.ASGD(params, lr=0.1, lambd=0.05, t0=4)
+            self.scheduler = torch.optim.lr_scheduler.ExponentialLR(self.opt, gamma=0.9)
+
+        def zero_grad(self):
+            self.opt.zero_grad()
+
+        def step(self):
+            self.opt.step()
+            self.scheduler.step()
+
+    ref = _torch_run(Scheduled, "mlp", dtype)
+    ours = _ember_run(optim.asgd(learning_rate=optim.exponential(0.1, gamma=0.9), lambd=0.05, t0=4), "mlp", dtype)
+    _assert_histories(ours, ref, dtype)
+
+
 RPROP_OPTIONS = [dict(), dict(lr=0.05), dict(lr=0.05, maximize=True), dict(lr=0.02, etas=(0.3, 1.5)),
                  dict(lr=0.05, etas=(0.4, 1.1), step_sizes=(1e-3, 0.2))]
 
@@ -258,9 +280,7 @@ def test_lamb_zero_parameter_uses_trust_ratio_one():
 
 
 def test_lion_schedule_matches_reference():
-    schedule = optim.exponential(1e-2, gamma=0.9) if hasattr(optim, "exponential") else None
-    if schedule is None:
-        pytest.skip("optim.exponential not written yet")
+    schedule = optim.exponential(1e-2, gamma=0.9)
     opt = optim.lion(learning_rate=schedule)
     params = enp.asarray(np.linspace(-1, 1, 5), dtype="float32")
     state = opt.init(params)
