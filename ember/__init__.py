@@ -20,6 +20,7 @@ from ember import (
 from ember.config import config
 from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
+from ember.io import load, load_bytes, save, save_bytes
 from ember.transforms import (
     ShapeDtypeStruct,
     checkpoint,
@@ -70,7 +71,7 @@ def _install_boundaries() -> None:
 
     for name in ("ember", "ember.numpy", "ember.numpy.linalg", "ember.numpy.fft", "ember.lax", "ember.lax.linalg",
                  "ember.scipy.special", "ember.scipy.linalg", "ember.random", "ember.tree", "ember.nn", "ember.nn.functional",
-                 "ember.nn.init", "ember.optim"):  # fmt: skip
+                 "ember.nn.init", "ember.optim", "ember.io"):  # fmt: skip
         if name in sys.modules:
             _traceback.wrap_namespace(sys.modules[name])
 
@@ -79,5 +80,5 @@ _install_boundaries()
 
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
            "custom_jvp", "custom_vjp", "debug", "devices", "disable_jit", "errors", "eval_shape", "grad", "hessian",
-           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "make_ir", "nn", "numpy", "optim",
-           "pure_callback", "remat", "scipy", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "load", "load_bytes", "make_ir",
+           "nn", "numpy", "optim", "pure_callback", "remat", "save", "save_bytes", "scipy", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
