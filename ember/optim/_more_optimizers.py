@@ -296,13 +296,14 @@ def lamb(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
         _need_params("lamb", params)
         count = state.count + 1
         lr_t, wd_t = value_at(learning_rate, state.count), value_at(weight_decay, state.count)
-        mu = _map(lambda m, g: beta1 * m + (1 - beta1) * g, state.mu, grads)
-        nu = _map(lambda v, g: beta2 * v + (1 - beta2) * (g * g), state.nu, grads)
+        b1, b2 = value_at(beta1, state.count), value_at(beta2, state.count)
+        mu = _map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
+        nu = _map(lambda v, g: b2 * v + (1 - b2) * (g * g), state.nu, grads)
 
         def step(m: Any, v: Any, p: Any) -> Any:
             t = count.astype(m.dtype)
-            m_hat = m / (1 - beta1**t)
-            v_hat = v / (1 - beta2**t)
+            m_hat = m / (1 - b1**t)
+            v_hat = v / (1 - b2**t)
             r = m_hat / (enp.sqrt(v_hat) + eps) + wd_t * p
             p_norm = enp.sqrt(enp.sum(p * p))
             r_norm = enp.sqrt(enp.sum(r * r))
