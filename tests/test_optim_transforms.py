@@ -376,3 +376,20 @@ def test_errors_name_the_function():
     with pytest.raises(InvalidArgumentError, match="optim.swa.*params"):
         opt = optim.swa(optim.scale(1.0))
         opt.update(enp.ones(1), opt.init(enp.ones(1)))
+
+
+def test_multi_steps_forwards_the_loss_and_vmaps():
+    opt = optim.multi_steps(optim.chain(optim.scale(-1.0), optim.reduce_on_plateau(factor=0.5, patience=0)), 2)
+    state = opt.init(enp.zeros(1))
+    fn = ember.jit(lambda g, s, v: opt.update(g, s, value=v))
+    got = []
+    for _ in range(6):
+        u, state = fn(enp.ones(1), state, enp.asarray(1.0))
+        got.append(float(u[0]))
+    assert fn.trace_count == 1
+    assert got == [0.0, -1.0, 0.0, -0.5, 0.0, -0.25]  # the plateau sees the loss of each inner step only
+    states = ember.vmap(opt.init)(enp.zeros((3, 1)))
+    grads = enp.asarray(np.arange(6.0, dtype=np.float32).reshape(3, 2, 1))
+    for j in range(2):
+        u, states = ember.vmap(lambda g, s: opt.update(g, s, value=1.0))(grads[:, j], states)
+    np.testing.assert_allclose(np.asarray(u)[:, 0], [-0.5, -2.5, -4.5])

@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, NamedTuple
 
 import ember.numpy as enp
+from ember import lax
 from ember.core.pytree import tree_leaves, tree_map
 from ember.errors import InvalidArgumentError
 from ember.optim._base import EmptyState, GradientTransformation, Schedule, _accepted, apply_updates, value_at
@@ -459,8 +460,8 @@ def multi_steps(inner: GradientTransformation, every_k_schedule: int | Schedule,
     """Gradient accumulation: ``inner`` steps once every ``k`` calls, on the mean of their gradients (optax's
     ``MultiSteps``).
 
-    The other calls return zero updates and leave the inner state as it was. Written without
-    branching on traced values: under ``jit`` every call computes the inner update and keeps it or not.
+    The other calls return zero updates and leave the inner state as it was. The choice is staged
+    (``lax.cond``), so under ``jit`` the inner optimizer runs on the ``k``-th call only.
 
     Args:
       inner: the optimizer.
@@ -488,11 +489,17 @@ def multi_steps(inner: GradientTransformation, every_k_schedule: int | Schedule,
         else:
             acc = tree_map(lambda g, a: (a + g).astype(a.dtype), updates, state.acc_grads)
         emit = state.mini_step + 1 >= k
-        inner_updates, inner_state = inner.update(acc, state.inner_state, params,
-                                                  **_accepted(inner.update, extra_args))
-        out = tree_map(lambda u: enp.where(emit, u, enp.zeros_like(u)), inner_updates)
-        inner_state = tree_map(lambda new, old: enp.where(emit, new, old), inner_state, state.inner_state)
-        acc = tree_map(lambda a: enp.where(emit, enp.zeros_like(a), a), acc)
+        extra = _accepted(inner.update, extra_args)
+
+        def step(acc: Any, inner_state: Any, params: Any, extra: dict) -> tuple[Any, Any, Any]:
+            updates, inner_state = inner.update(acc, inner_state, params, **extra)
+            return updates, inner_state, tree_map(enp.zeros_like, acc)
+
+        def wait(acc: Any, inner_state: Any, params: Any, extra: dict) -> tuple[Any, Any, Any]:
+            return tree_map(enp.zeros_like, acc), inner_state, acc
+
+        # a staged choice: under jit the inner optimizer runs only on the k-th call
+        out, inner_state, acc = lax.cond(emit, step, wait, acc, state.inner_state, params, extra)
         new_state = MultiStepsState(enp.where(emit, 0, state.mini_step + 1).astype(enp.int32),
                                     (state.gradient_step + emit.astype(enp.int32)).astype(enp.int32), inner_state, acc)
         return out, new_state
