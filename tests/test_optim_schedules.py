@@ -124,7 +124,8 @@ def test_constant_and_piecewise_constant():
     assert float(optim.piecewise_constant(0.7)(5)) == pytest.approx(0.7)
 
 
-def test_warmup_cosine_decay_is_optax_formula():
+@pytest.mark.parametrize("exponent", [1.0, 2.5])
+def test_warmup_cosine_decay_is_optax_formula(exponent):
     init, peak, warm, decay, end = 0.01, 1.0, 25, 150, 0.05
 
     def optax_value(c):  # optax.warmup_cosine_decay_schedule, written out
@@ -132,9 +133,9 @@ def test_warmup_cosine_decay_is_optax_formula():
             return init + (peak - init) * c / warm
         t = min(c - warm, decay - warm) / (decay - warm)
         alpha = end / peak
-        return peak * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * t)) + alpha)
+        return peak * ((1 - alpha) * (0.5 * (1 + math.cos(math.pi * t))) ** exponent + alpha)
 
-    s = optim.warmup_cosine_decay(init, peak, warmup_steps=warm, decay_steps=decay, end_value=end)
+    s = optim.warmup_cosine_decay(init, peak, warmup_steps=warm, decay_steps=decay, end_value=end, exponent=exponent)
     np.testing.assert_allclose(ember_curve(s), [optax_value(c) for c in range(STEPS)], rtol=2e-6, atol=1e-7)
     s0 = optim.warmup_cosine_decay(0.0, 1.0, warmup_steps=0, decay_steps=10)
     assert float(s0(0)) == 1.0 and float(s0(10)) == pytest.approx(0.0, abs=1e-7)

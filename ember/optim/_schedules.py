@@ -174,7 +174,7 @@ def cosine_annealing_warm_restarts(init_value: float, T_0: int, T_mult: int = 1,
 
 
 def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int, decay_steps: int,
-                        end_value: float = 0.0) -> Schedule:  # fmt: skip
+                        end_value: float = 0.0, exponent: float = 1.0) -> Schedule:  # fmt: skip
     """Linear warmup from ``init_value`` to ``peak_value``, then a cosine down to ``end_value`` (optax's).
 
     ``decay_steps`` counts the warmup too (optax's ``warmup_cosine_decay_schedule``); after it the value
@@ -186,6 +186,7 @@ def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int,
       warmup_steps: the steps of the linear warmup.
       decay_steps: the step at which ``end_value`` is reached.
       end_value: the final value.
+      exponent: the power of the cosine factor (optax's ``exponent``).
 
     >>> from ember import optim
     >>> [round(float(optim.warmup_cosine_decay(0.0, 1.0, warmup_steps=2, decay_steps=4)(c)), 6) for c in range(6)]
@@ -200,7 +201,7 @@ def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int,
         c = _float(count)
         warm = init_value + (peak_value - init_value) * enp.clip(c, 0, warmup_steps) / max(warmup_steps, 1)
         t = enp.clip(c - warmup_steps, 0, cos_steps) / max(cos_steps, 1)
-        decay = end_value + (peak_value - end_value) * (1.0 + enp.cos(math.pi * t)) / 2
+        decay = end_value + (peak_value - end_value) * ((1.0 + enp.cos(math.pi * t)) / 2) ** exponent
         return enp.where(c < warmup_steps, warm, decay)
 
     return schedule
