@@ -241,6 +241,54 @@ def test_learning_rate_schedule_matches_lambda_lr(case, jit):
         assert step_fn.trace_count == 1
 
 
+# --- every hyperparameter a schedule -------------------------------------------------------------------
+
+# The hyperparameters a case may give as schedules, each a function of the step count that stays in range.
+SCHEDULABLE = ("lr", "momentum", "dampening", "weight_decay", "eps", "alpha", "lr_decay", "rho", "momentum_decay")
+
+
+def drift(value: float):
+    return lambda count: value * (1 - 0.01 * count)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_hyperparameter_schedules_match_torch_param_groups(case):
+    """Every numeric hyperparameter (betas included) a schedule; PyTorch gets the same values in its param group.
+
+    In float64, where ember's schedule values (computed from the int32 count) are PyTorch's Python floats,
+    and with PyTorch's gradients given to both: shrinking betas drive the quadratic to its minimum within
+    the 30 steps, where the last-bit differences of two separately computed gradients are no longer small
+    next to the gradient; this test is about the hyperparameters reaching the update at the right step.
+    """
+    name, cls, kwargs = case
+    problem, dtype = "quadratic", np.float64
+    hyper = {k: v for k, v in kwargs.items() if k in SCHEDULABLE and v != 0}
+    betas = kwargs.get("betas", (0.9, 0.999) if "Adam" in cls or cls in ("Adamax", "NAdam", "RAdam") else None)
+    schedules = {k: drift(v) for k, v in hyper.items()}
+    if betas is not None:
+        schedules["betas"] = (drift(betas[0]), drift(betas[1]))
+
+    with precision(dtype):
+        p = {k: torch.tensor(v, requires_grad=True) for k, v in start(problem, dtype).items()}
+        topt = torch_opt(cls, list(p.values()), kwargs)
+        tloss = torch_loss(problem, dtype, kwargs.get("maximize", False))
+        opt = ember_opt(name, {**kwargs, **schedules})
+        update = ember.jit(opt.update)
+        params = {k: enp.asarray(v) for k, v in start(problem, dtype).items()}
+        state = opt.init(params)
+        for epoch in range(STEPS):
+            for k, f in schedules.items():
+                topt.param_groups[0][k] = (f[0](epoch), f[1](epoch)) if k == "betas" else f(epoch)
+            topt.zero_grad()
+            tloss(p).backward()
+            grads = {k: enp.asarray(v.grad.numpy().copy()) for k, v in p.items()}
+            topt.step()
+            updates, state = update(grads, state, params)
+            params = optim.apply_updates(params, updates)
+            assert_close(params, {k: v.detach().numpy() for k, v in p.items()}, dtype, epoch + 1)
+    assert update.trace_count == 1
+
+
 # --- None leaves --------------------------------------------------------------------------------------
 
 

@@ -171,7 +171,8 @@ def sgd(learning_rate: Hyper | None = None, momentum: Hyper = 0.0, dampening: Hy
     """
     lr_ = learning_rate_of("sgd", learning_rate, lr)
     _check("sgd", momentum=(momentum, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
-    if nesterov and (callable(momentum) or callable(dampening) or momentum <= 0 or dampening != 0):
+    numbers = not (callable(momentum) or callable(dampening))  # a schedule's values are not checked
+    if nesterov and numbers and (momentum <= 0 or dampening != 0):
         raise InvalidArgumentError(f"optim.sgd: Nesterov momentum requires a momentum > 0 and zero dampening "
                                    f"(got momentum={momentum}, dampening={dampening}), as torch.optim.SGD checks")
     use_momentum = callable(momentum) or isinstance(momentum, Array) or momentum != 0
