@@ -40,6 +40,7 @@ __all__ = ["load", "load_bytes", "save", "save_bytes"]
 _TREE_KEY = "ember.tree"
 _VERSION_KEY = "ember.version"
 _VERSION = "1"
+_NO_STRUCTURE = object()  # a file without ember's metadata (written by PyTorch, say)
 
 
 # --- saving -----------------------------------------------------------------------------------------------
@@ -158,7 +159,7 @@ def _read(f: BinaryIO, size: int, source: str, like: Any, strict: bool) -> Any:
             raise fail(f"the bool tensor {entry.name[:100]!r} holds bytes other than 0 and 1")
         arrays[entry.name] = array
     metadata = reader.metadata
-    spec = None
+    spec: Any = _NO_STRUCTURE
     if _TREE_KEY in metadata or _VERSION_KEY in metadata or _st.CRC_KEY in metadata:
         if not (_TREE_KEY in metadata and _VERSION_KEY in metadata and _st.CRC_KEY in metadata):
             raise fail(f"its metadata has some of {_TREE_KEY}, {_VERSION_KEY}, {_st.CRC_KEY} but not all")
@@ -167,7 +168,7 @@ def _read(f: BinaryIO, size: int, source: str, like: Any, strict: bool) -> Any:
         spec = _st.parse_json(metadata[_TREE_KEY], "tree structure", source)
     # Each leaf node of the structure, by name: tensors (with the complex flag) and Python values.
     leaves: dict[str, dict] = {}
-    if spec is not None:
+    if spec is not _NO_STRUCTURE:
         _collect_leaves(spec, leaves, fail)
     for name, node in leaves.items():
         if node["k"] == "tensor":
@@ -178,13 +179,13 @@ def _read(f: BinaryIO, size: int, source: str, like: Any, strict: bool) -> Any:
                 if a.dtype not in (np.float32, np.float64) or not a.shape or a.shape[-1] != 2:
                     raise fail(f"the complex tensor {name[:100]!r} is not stored as float pairs")
                 arrays[name] = a.view(np.complex64 if a.dtype == np.float32 else np.complex128)[..., 0]
-    if spec is not None:
+    if spec is not _NO_STRUCTURE:
         unused = set(arrays) - {n for n, node in leaves.items() if node["k"] == "tensor"}
         if unused:
             raise fail(f"its structure does not place the tensors {sorted(unused)[:5]}")
     if like is not None:
         return _into(like, arrays, leaves, source, strict)
-    if spec is None:  # a file written by another program (PyTorch): a dict of its tensors, in file order
+    if spec is _NO_STRUCTURE:  # a file written by another program (PyTorch): a dict of its tensors, in file order
         return {name: _as_array(array, "array") for name, array in arrays.items()}
 
     def leaf(node: dict) -> Any:
