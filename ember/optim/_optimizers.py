@@ -101,27 +101,29 @@ def _leafwise(fn: str, rule: Callable[..., tuple], grads: Updates, params: Param
 
     ``g`` is already the gradient PyTorch's step sees (maximize, coupled weight decay); with decoupled
     weight decay ``-lr * weight_decay * p`` is added to each update (PyTorch's ``p *= 1 - lr * wd``).
-    Returns ``(updates, *new_moments)``; a ``None`` gradient gives a ``None`` update and keeps its moments.
+    A moment that is ``None`` (an option turned off: amsgrad, centered, momentum) reaches the rule as
+    ``None`` leaves and comes back ``None``. Returns ``(updates, *new_moments)``; a ``None`` gradient
+    gives a ``None`` update and keeps its moments.
     """
-    uses_decay = callable(weight_decay) or isinstance(weight_decay, Array) or weight_decay != 0
+    uses_decay = isinstance(weight_decay, Array) or weight_decay != 0  # a schedule's value is an Array
+    nones = tree_map(lambda g: None, grads)
     if params is None:
         if uses_decay:
             raise InvalidArgumentError(f"optim.{fn}: weight decay needs the parameters: call "
                                        f"update(grads, state, params)")  # fmt: skip
-        params = tree_map(lambda g: None, grads)
-    wd = weight_decay  # already read at the step count by the caller
+        params = nones
 
     def one(g: Any, p: Any, *m: Any) -> tuple:
         if g is None:
             return (None, *m)
-        g = enp.asarray(g)
-        out = rule(_gradient(g, p, wd, maximize, uses_decay and not decoupled), p, *m)
+        out = rule(_gradient(enp.asarray(g), p, weight_decay, maximize, uses_decay and not decoupled), p, *m)
         if uses_decay and decoupled and p is not None:
-            out = (out[0] - lr * wd * p, *out[1:])
+            out = (out[0] - lr * weight_decay * p, *out[1:])
         return out
 
-    out = tree_map(one, grads, params, *moments, is_leaf=_is_none)
-    return tuple(tree_map(lambda g, o, i=i: o[i], grads, out, is_leaf=_is_none) for i in range(1 + len(moments)))
+    out = tree_map(one, grads, params, *(nones if m is None else m for m in moments), is_leaf=_is_none)
+    new = [tree_map(lambda g, o, i=i: o[i], grads, out, is_leaf=_is_none) for i in range(1 + len(moments))]
+    return (new[0], *(None if old is None else m for old, m in zip(moments, new[1:])))
 
 
 def _float(count: Array) -> Array:
@@ -184,17 +186,16 @@ def sgd(learning_rate: Hyper | None = None, momentum: Hyper = 0.0, dampening: Hy
         h = _read(dict(lr=lr_, momentum=momentum, dampening=dampening, weight_decay=weight_decay), state.count)
         first = state.count == 0
 
-        def rule(g: Array, p: Any, buf: Array = None) -> tuple:
+        def rule(g: Array, p: Any, buf: Array | None) -> tuple:
             if not use_momentum:
-                return (-h["lr"] * g,)
+                return -h["lr"] * g, None
             buf = enp.where(first, g, h["momentum"] * buf + (1 - h["dampening"]) * g)
             step = g + h["momentum"] * buf if nesterov else buf
             return -h["lr"] * step, buf
 
-        moments = (state.momentum_buffer,) if use_momentum else ()
-        updates, *new = _leafwise("sgd", rule, grads, params, *moments, weight_decay=h["weight_decay"],
-                                  maximize=maximize)  # fmt: skip
-        return updates, SGDState(state.count + 1, new[0] if use_momentum else None)
+        updates, buf = _leafwise("sgd", rule, grads, params, state.momentum_buffer, weight_decay=h["weight_decay"],
+                                 maximize=maximize)  # fmt: skip
+        return updates, SGDState(state.count + 1, buf)
 
     return GradientTransformation(init, update)
 
@@ -253,18 +254,17 @@ def adam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 
         step_size = h["lr"] / _bias_correction(h["b1"], t)
         bc2_sqrt = enp.sqrt(_bias_correction(h["b2"], t))
 
-        def rule(g: Array, p: Any, m: Array, v: Array, vmax: Array = None) -> tuple:
+        def rule(g: Array, p: Any, m: Array, v: Array, vmax: Array | None) -> tuple:
             m = m + (1 - h["b1"]) * (g - m)
             v = h["b2"] * v + (1 - h["b2"]) * (g * g)
             if amsgrad:
                 vmax = enp.maximum(vmax, v)
             denom = enp.sqrt(vmax if amsgrad else v) / bc2_sqrt + h["eps"]
-            return (-step_size * m / denom, m, v) + ((vmax,) if amsgrad else ())
+            return -step_size * m / denom, m, v, vmax
 
-        moments = (state.exp_avg, state.exp_avg_sq) + ((state.max_exp_avg_sq,) if amsgrad else ())
-        updates, m, v, *vmax = _leafwise(fn, rule, grads, params, *moments, weight_decay=h["weight_decay"],
-                                         decoupled=decoupled_weight_decay, lr=h["lr"], maximize=maximize)  # fmt: skip
-        return updates, AdamState(state.count + 1, m, v, vmax[0] if amsgrad else None)
+        updates, *moments = _leafwise(fn, rule, grads, params, *state[1:], weight_decay=h["weight_decay"],
+                                      decoupled=decoupled_weight_decay, lr=h["lr"], maximize=maximize)  # fmt: skip
+        return updates, AdamState(state.count + 1, *moments)
 
     return GradientTransformation(init, update)
 
@@ -351,30 +351,21 @@ def rmsprop(learning_rate: Hyper | None = None, alpha: Hyper = 0.99, eps: Hyper 
     def update(grads: Updates, state: RMSpropState, params: Params = None) -> tuple[Updates, RMSpropState]:
         h = _read(dict(lr=lr_, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum), state.count)
 
-        def rule(g: Array, p: Any, v: Array, *rest: Array) -> tuple:
-            rest = list(rest)
+        def rule(g: Array, p: Any, v: Array, mean: Array | None, buf: Array | None) -> tuple:
             v = h["alpha"] * v + (1 - h["alpha"]) * (g * g)
-            new = [v]
             if centered:
-                mean = rest.pop(0)
                 mean = mean + (1 - h["alpha"]) * (g - mean)
                 avg = enp.sqrt(v - mean * mean) + h["eps"]
-                new.append(mean)
             else:
                 avg = enp.sqrt(v) + h["eps"]
             if use_momentum:
-                buf = h["momentum"] * rest.pop(0) + g / avg
-                new.append(buf)
-                return (-h["lr"] * buf, *new)
-            return (-h["lr"] * g / avg, *new)
+                buf = h["momentum"] * buf + g / avg
+                return -h["lr"] * buf, v, mean, buf
+            return -h["lr"] * g / avg, v, mean, buf
 
-        moments = (state.square_avg, *((state.grad_avg,) if centered else ()),
-                   *((state.momentum_buffer,) if use_momentum else ()))  # fmt: skip
-        updates, v, *rest = _leafwise("rmsprop", rule, grads, params, *moments, weight_decay=h["weight_decay"],
+        updates, *moments = _leafwise("rmsprop", rule, grads, params, *state[1:], weight_decay=h["weight_decay"],
                                       maximize=maximize)  # fmt: skip
-        mean = rest.pop(0) if centered else None
-        buf = rest.pop(0) if use_momentum else None
-        return updates, RMSpropState(state.count + 1, v, mean, buf)
+        return updates, RMSpropState(state.count + 1, *moments)
 
     return GradientTransformation(init, update)
 
