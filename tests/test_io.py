@@ -321,8 +321,9 @@ def test_load_like_a_template_fills_it_by_name_and_checks_shapes_and_dtypes():
 def test_a_saved_model_loads_in_safetensors_torch_and_into_the_torch_module(tmp_path):
     torch = pytest.importorskip("torch")
     st_torch = pytest.importorskip("safetensors.torch")
-    model, state = nn.make_with_state(nn.Sequential)(nn.Conv2d(1, 2, 3, key=ember.random.key(0)), nn.BatchNorm2d(2),
-                                                     nn.Flatten(), nn.Linear(8, 3, key=ember.random.key(1)))  # fmt: skip
+    layers = (nn.Conv2d(1, 2, 3, key=ember.random.key(0)), nn.BatchNorm2d(2), nn.Flatten(),
+              nn.Linear(8, 3, key=ember.random.key(1)))
+    model, state = nn.make_with_state(nn.Sequential)(*layers)
     expected = nn.to_torch_state_dict(model, state)
     path = tmp_path / "model.safetensors"
     ember.save(path, expected)  # the state dict's tensors, by their names
@@ -377,8 +378,7 @@ def test_a_pytorch_safetensors_file_loads_into_an_ember_model_by_name(tmp_path):
     assert torch.equal(again["w"], bf16["w"]) and torch.equal(again["i"], bf16["i"])
 
 
-def test_measure_save_and_load_speed_is_not_a_test_of_speed(tmp_path):
-    # Runs the code path of tools' measurement on a small tree; the figures are in the report, not asserted.
+def test_several_leaves_save_to_and_load_from_a_file(tmp_path):
     leaves = {f"l{i}": np.ones((64, 64), np.float32) for i in range(4)}
     ember.save(tmp_path / "m.safetensors", leaves)
     assert all(np.array_equal(ember.load(tmp_path / "m.safetensors")[k], v) for k, v in leaves.items())

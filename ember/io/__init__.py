@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.array import Array, from_host, wrap
+from ember.core.array import from_host, wrap
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import CheckpointError
 from ember.io import _safetensors as _st
@@ -235,8 +235,8 @@ def _into(like: Any, arrays: dict[str, np.ndarray], leaves: dict[str, dict], sou
             a = arrays[name]
             shape, dtype = _shape_dtype(t)
             if shape is not None and tuple(a.shape) != tuple(shape):
-                raise CheckpointError(f"ember.load: {source} has {name!r} of shape {tuple(a.shape)}, but the template's "
-                                      f"is {tuple(shape)}")  # fmt: skip
+                raise CheckpointError(f"ember.load: {source} has {name!r} of shape {tuple(a.shape)}, but the "
+                                      f"template's is {tuple(shape)}")  # fmt: skip
             # An ember array takes what enp.asarray makes of the file's dtype (int64 is int32 with x64 off, as
             # PyTorch's num_batches_tracked loads into ember's).
             ember_leaf = not isinstance(t, (np.ndarray, np.generic)) and type(t) not in (bool, int, float, complex)
@@ -328,5 +328,3 @@ def load_bytes(data: bytes | bytearray | memoryview, like: Any = None, *, strict
     data = bytes(data)
     return _read(io.BytesIO(data), len(data), "the data", like, strict)
 
-
-del Array

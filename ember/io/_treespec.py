@@ -17,7 +17,6 @@ functions among ember's namespaces; it never imports a module, unpickles or eval
 
 from __future__ import annotations
 
-import builtins
 import collections
 import math
 import sys
@@ -28,7 +27,6 @@ import numpy as np
 from ember.core.array import Array
 from ember.core.pytree import _registry
 from ember.core.pytree._keys import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
-from ember.errors import CheckpointError
 from ember.nn._module import Module
 
 __all__: list[str] = []
