@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import struct
+import sys
 from typing import NamedTuple
 
 import ml_dtypes
@@ -382,3 +383,25 @@ def test_several_leaves_save_to_and_load_from_a_file(tmp_path):
     leaves = {f"l{i}": np.ones((64, 64), np.float32) for i in range(4)}
     ember.save(tmp_path / "m.safetensors", leaves)
     assert all(np.array_equal(ember.load(tmp_path / "m.safetensors")[k], v) for k, v in leaves.items())
+
+
+def test_a_fresh_process_rebuilds_modules_and_optimizer_states_it_has_not_flattened_yet(tmp_path):
+    import subprocess
+    import textwrap
+
+    path = tmp_path / "ckpt.safetensors"
+    model = _model()
+    opt_state = Moments(enp.zeros((), dtype=enp.int32), {"w": enp.ones(2)}, None)
+    ember.save(path, {"model": model, "opt": opt_state})
+    script = textwrap.dedent(f"""
+        import sys, ember
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import test_io  # defines Moments (never flattened in this process)
+        from ember.core.pytree import _registry
+        assert test_io.Moments not in _registry._dispatch
+        tree = ember.load({str(path)!r})
+        print(type(tree["model"]).__name__, type(tree["opt"]).__name__, tree["opt"].mu["w"].tolist())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["Sequential", "Moments", "[1.0,", "1.0]"]
