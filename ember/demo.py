@@ -14,6 +14,8 @@ library never imports them.
     python -m ember.demo                    # full run, figure to ./ember_demo.png
     python -m ember.demo --quick --out /tmp/demo.png
     python -m ember.demo --noise 0          # plain (non-private) clipped SGD
+    python -m ember.demo --epochs 5 --save run.safetensors       # stop after 5 epochs, checkpointed
+    python -m ember.demo --resume run.safetensors --epochs 20    # continue: the same run as never stopping
 """
 
 from __future__ import annotations
@@ -166,6 +168,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seeds the split, the initialisation, batches and noise")
     parser.add_argument("--out", type=Path, default=Path("ember_demo.png"), help="where the figure goes")
     parser.add_argument("--quick", action="store_true", help="a reduced run of a few seconds (for tests)")
+    parser.add_argument("--save", type=Path, default=None,
+                        help="checkpoint the model, optimizer state, random key and epoch here after every epoch")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="continue from a --save checkpoint up to --epochs: the same run as never stopping")
     args = parser.parse_args(argv)
     if args.epochs is None:
         args.epochs = 2 if args.quick else 20
@@ -202,6 +208,38 @@ def _compare_steps(params: Params, state: Any, x: ember.Array, y: ember.Array, k
     return {name: tuple(times) for name, times in best.items()}
 
 
+# What a checkpoint must agree on to continue a run exactly: the data split, batches, noise and update.
+_RUN = ("seed", "batch_size", "lr", "clip", "noise")
+
+
+def _checkpoint(args: argparse.Namespace, params: Params, state: Any, key: ember.Array, epochs: int,
+                history: dict[str, list]) -> None:  # fmt: skip
+    """Save everything that decides the rest of the run to ``args.save`` (one safetensors file)."""
+    ember.save(args.save, {
+        "model": params, "opt_state": state, "key": key, "epochs_done": np.int32(epochs),
+        "run": {name: np.float64(getattr(args, name)) for name in _RUN},
+        "history": {"loss": np.asarray(history["loss"], np.float64), "norms": np.stack(history["norms"]),
+                    "train_acc": np.asarray(history["train_acc"]), "test_acc": np.asarray(history["test_acc"])},
+    })  # fmt: skip
+
+
+def _resume(args: argparse.Namespace) -> tuple[Params, Any, ember.Array, int, dict[str, list]]:
+    """The model, optimizer state, key, epochs done and history of a ``--save`` checkpoint."""
+    saved = ember.load(args.resume)
+    run = {name: float(value) for name, value in saved["run"].items()}
+    if any(run[name] != float(getattr(args, name)) for name in _RUN):
+        given = ", ".join(f"--{name.replace('_', '-')} {run[name]:g}" for name in _RUN)
+        raise SystemExit(f"--resume {args.resume}: the checkpoint was made with {given}; pass the same to continue "
+                         f"that run")
+    done = int(saved["epochs_done"])
+    if done >= args.epochs:
+        raise SystemExit(f"--resume {args.resume}: the checkpoint has {done} epochs done; ask for more with --epochs")
+    h = saved["history"]
+    history = {"loss": np.asarray(h["loss"]).tolist(), "norms": list(np.asarray(h["norms"])),
+               "train_acc": np.asarray(h["train_acc"]).tolist(), "test_acc": np.asarray(h["test_acc"]).tolist()}
+    return saved["model"], saved["opt_state"], saved["key"], done, history
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the demo; returns the numbers it prints (for tests)."""
     args = _parse(argv)
@@ -223,9 +261,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     state = optim.adam(learning_rate=args.lr).init(params)
     hp = {"lr": args.lr, "clip": args.clip, "noise": args.noise}
     history: dict[str, list] = {"loss": [], "norms": [], "train_acc": [], "test_acc": []}
+    first_epoch = 0
+    if args.resume is not None:
+        params, state, key_train, first_epoch, history = _resume(args)
     first_call = None
-    bar = tqdm(total=args.epochs * steps_per_epoch, unit="step", dynamic_ncols=True)
-    for epoch in range(args.epochs):
+    bar = tqdm(total=args.epochs * steps_per_epoch, initial=first_epoch * steps_per_epoch, unit="step",
+               dynamic_ncols=True)
+    for epoch in range(first_epoch, args.epochs):
         key_epoch = ember.random.fold_in(key_train, epoch)
         order = ember.random.permutation(key_epoch, n_train)
         bar.set_description(f"epoch {epoch + 1}/{args.epochs}")
@@ -244,6 +286,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         history["train_acc"].append(accuracy(params, data.x_train, data.y_train))
         history["test_acc"].append(accuracy(params, data.x_test, data.y_test))
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", test_acc=f"{history['test_acc'][-1]:.3f}")
+        if args.save is not None:
+            _checkpoint(args, params, state, key_train, epoch + 1, history)
     bar.close()
 
     # The same step with the per-example gradients from a Python loop of grad over the examples, on one batch.
@@ -253,7 +297,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (step_j, step_v, step_l), (grads_j, grads_v, grads_l) = timings["step"], timings["grads"]
 
     print(f"test accuracy: {history['test_acc'][-1]:.1%} (train {history['train_acc'][-1]:.1%}, chance 10%)")
-    print(f"first call of the jitted step (trace + compile + run): {first_call * 1e3:.0f} ms")
+    if first_call is not None:
+        print(f"first call of the jitted step (trace + compile + run): {first_call * 1e3:.0f} ms")
     print(f"time per step (batch {args.batch_size}): {step_j * 1e3:.1f} ms with jit(vmap(grad)), "
           f"{step_v * 1e3:.1f} ms with vmap(grad) without jit, {step_l * 1e3:.1f} ms with a Python loop of grad "
           f"over the examples: {step_l / step_j:.1f}x speedup")
@@ -261,7 +306,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"with vmap(grad), {grads_l * 1e3:.1f} ms with the loop: {grads_l / grads_j:.1f}x speedup")
     out = _plot(history, args, steps_per_epoch)
     print(f"figure saved to {out}")
-    return {"test_accuracy": history["test_acc"][-1], "step_s": step_j, "loop_step_s": step_l, "figure": out}
+    return {"test_accuracy": history["test_acc"][-1], "step_s": step_j, "loop_step_s": step_l, "figure": out,
+            "model": params}
 
 
 def _plot(history: dict[str, list], args: argparse.Namespace, steps_per_epoch: int) -> Path:

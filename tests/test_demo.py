@@ -64,3 +64,22 @@ def test_library_does_not_import_demo_extras():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          check=False)
     assert run.returncode == 0, run.stderr
+
+
+def test_resume_continues_the_same_run(tmp_path):
+    """Stopping after one epoch with --save and going on with --resume gives, bit for bit, the model of a run
+    that never stopped (the checkpoint holds the model, Adam's state, the key and the epoch)."""
+    pytest.importorskip("tqdm")
+    pytest.importorskip("matplotlib")
+    import ember
+    from ember import demo
+
+    straight = demo.main(["--quick", "--epochs", "2", "--out", str(tmp_path / "a.png")])
+    checkpoint = tmp_path / "run.safetensors"
+    demo.main(["--quick", "--epochs", "1", "--save", str(checkpoint), "--out", str(tmp_path / "b.png")])
+    resumed = demo.main(["--quick", "--epochs", "2", "--resume", str(checkpoint), "--out", str(tmp_path / "c.png")])
+    for a, b in zip(ember.tree.leaves(straight["model"]), ember.tree.leaves(resumed["model"]), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert resumed["test_accuracy"] == straight["test_accuracy"]
+    with pytest.raises(SystemExit, match="--seed 0"):
+        demo.main(["--quick", "--epochs", "2", "--seed", "1", "--resume", str(checkpoint)])
