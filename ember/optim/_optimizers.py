@@ -633,23 +633,22 @@ class RAdamState(NamedTuple):
 def _radam_rho(beta2: Any, t: Array) -> tuple[Any, Array]:
     """``rho_inf = 2 / (1 - beta2) - 1`` and ``rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t)``, accurately.
 
-    With ``L = -log(beta2)`` and ``x = t L``, ``2 t beta2^t / (1 - beta2^t) = (2 / L) x / expm1(x)``, and
-    ``x / expm1(x) = 1 - x/2 + x^2/12 - x^4/720 + ...``, so ``rho_t = K + t - (2 / L) g(x)`` with the constant
-    ``K = rho_inf - 2 / L`` and ``g(x) = x / expm1(x) - 1 + x / 2``: no cancellation of ~2000-sized terms.
+    With ``L = -log(beta2)`` and ``x = t L``, the subtracted term is ``2 t / expm1(x)``. While ``x < 0.1``
+    (the first steps with beta2 near 1) it nearly cancels ``rho_inf``: there ``x / expm1(x) = 1 - x/2 +
+    x^2/12 - x^4/720 + ...`` gives ``rho_t = (rho_inf - 2 / L) + t - (2 / L) (x^2/12 - x^4/720 + ...)``, with
+    the constant ``rho_inf - 2 / L`` in double precision when ``beta2`` is a number.
     """
     neg_log = _neg_log(beta2)
     rho_inf = 2 / (1 - beta2) - 1
-    if isinstance(neg_log, float) and neg_log == _INF:  # beta2 = 0: beta2^t = 0
-        return rho_inf, enp.full_like(t, rho_inf)
     x = t * neg_log
     xs = enp.minimum(x, 0.1)
     x2 = xs * xs
-    # Bernoulli series of x/expm1(x) - 1 + x/2 for x < 0.1 (truncation error below 1e-18 relative)
+    # Bernoulli series of x/expm1(x) - 1 + x/2 (truncation error below 1e-18 relative for x < 0.1)
     series = x2 * (1 / 12 + x2 * (-1 / 720 + x2 * (1 / 30240 + x2 * (-1 / 1209600 + x2 / 47900160))))
+    small = (rho_inf - 2 / neg_log) + t - (2 / neg_log) * series
     xl = enp.maximum(x, 0.1)
-    direct = xl / enp.expm1(xl) - 1 + xl / 2
-    g = enp.where(x < 0.1, series, direct)
-    return rho_inf, (rho_inf - 2 / neg_log) + t - (2 / neg_log) * g
+    large = rho_inf - 2 * t * enp.exp(-xl) / -enp.expm1(-xl)  # 2t / expm1(x), without overflow
+    return rho_inf, enp.where(x < 0.1, small, large)
 
 
 def radam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 0.999), eps: Hyper = 1e-8,
