@@ -254,3 +254,19 @@ def test_a_template_that_does_not_match_is_refused():
     _bad(data, "shape", like={"w": enp.ones(4)})
     _bad(data, "dtype", like={"w": enp.ones(3, dtype=enp.int32)})
     _bad(data, "no tensor", like={"v": enp.ones(3)})
+
+
+def test_the_checksum_on_its_helper_thread_finds_a_flip_too(monkeypatch, tmp_path):
+    from ember.io import _safetensors
+
+    monkeypatch.setattr(_safetensors.Checksum, "THREADED", 0)  # large files' path, on a small file
+    tree = {f"w{i}": np.full((50, 3), i, np.float32) for i in range(6)}
+    data = ember.save_bytes(tree)
+    assert data == ember.save_bytes(tree) and all(np.array_equal(ember.load_bytes(data)[k], v) for k, v in tree.items())
+    path = tmp_path / "big.safetensors"
+    ember.save(path, tree)
+    assert path.read_bytes() == data
+    for i in range(len(data) - 1, len(data) - 3000, -97):
+        bad = bytearray(data)
+        bad[i] ^= 0x10
+        _bad(bytes(bad), "checksum")

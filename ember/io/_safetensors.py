@@ -23,6 +23,7 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import ml_dtypes
@@ -70,16 +71,52 @@ def write(f: BinaryIO, tensors: list[tuple[str, np.ndarray]], metadata: dict[str
     text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
     text += b" " * (-len(text) % 8)
     prefix = struct.pack("<Q", len(text))
-    crc = zlib.crc32(prefix + text)
-    for _, array in order:
-        crc = zlib.crc32(_bytes(array), crc)
-    at = text.index(_CRC_FIELD) + len(_CRC_FIELD)
-    text = text[:at] + b"%08x" % crc + text[at + 8:]
+    start = f.tell()
     f.write(prefix)
     f.write(text)
-    for _, array in order:
-        if array.nbytes:
-            f.write(_bytes(array))
+    checksum = Checksum(zlib.crc32(prefix + text), offset)
+    try:
+        for _, array in order:
+            if array.nbytes:
+                data = _bytes(array)
+                checksum.add(data)  # on a helper thread, while this one writes the same bytes
+                f.write(data)
+        crc = checksum.value()
+    finally:
+        checksum.close()
+    end = f.tell()
+    f.seek(start + 8 + text.index(_CRC_FIELD) + len(_CRC_FIELD))
+    f.write(b"%08x" % crc)
+    f.seek(end)
+
+
+class Checksum:
+    """The CRC-32 of a sequence of buffers. For large data it runs on one helper thread (``zlib.crc32``
+    releases the GIL), in order, while the caller reads or writes the next buffer."""
+
+    THREADED = 8 * 2**20
+
+    def __init__(self, crc: int, total: int) -> None:
+        self.crc = crc
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ember-crc32") if total >= self.THREADED else None
+
+    def _update(self, data: Any) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+
+    def add(self, data: Any) -> None:
+        if self._pool is None:
+            self._update(data)
+        else:
+            self._pool.submit(self._update, data)
+
+    def value(self) -> int:
+        self.close()
+        return self.crc
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 def _bytes(array: np.ndarray) -> memoryview:
@@ -200,19 +237,28 @@ class Reader:
             at = raw.index(_CRC_FIELD) + len(_CRC_FIELD)
             self._expected = int(hexa, 16)
             self._crc = zlib.crc32(bytes(prefix) + raw[:at] + _CRC_ZERO + raw[at + 8:])
+        self._buffer_size = size - 8 - length
 
-    def arrays(self, readinto: Any) -> Iterator[tuple[Entry, np.ndarray]]:
-        """Every tensor in offset order as a fresh 1-d uint8-backed array of its dtype and shape."""
-        for e in self.entries:
-            data = np.empty(e.end - e.begin, np.uint8)
-            if data.size and readinto(memoryview(data)) != data.size:
-                raise _fail(self.source, f"it ended inside tensor {e.name[:100]!r} (truncated)")
-            if self._crc is not None:
-                self._crc = zlib.crc32(data, self._crc)
-            yield e, data.view(e.dtype).reshape(e.shape)
-        if self._crc is not None and self._crc != self._expected:
-            raise _fail(self.source, f"its checksum does not match ({self._crc:08x}, written {self._expected:08x}): "
+    def arrays(self, readinto: Any) -> list[tuple[Entry, np.ndarray]]:
+        """Every tensor in offset order as a fresh array of its dtype and shape; the checksum verified."""
+        out = []
+        checksum = Checksum(self._crc, self._buffer_size) if self._crc is not None else None
+        try:
+            for e in self.entries:
+                data = np.empty(e.end - e.begin, np.uint8)
+                if data.size and readinto(memoryview(data)) != data.size:
+                    raise _fail(self.source, f"it ended inside tensor {e.name[:100]!r} (truncated)")
+                if checksum is not None and data.size:
+                    checksum.add(data)  # on a helper thread, while this one reads the next tensor
+                out.append((e, data.view(e.dtype).reshape(e.shape)))
+            crc = checksum.value() if checksum is not None else None
+        finally:
+            if checksum is not None:
+                checksum.close()
+        if crc is not None and crc != self._expected:
+            raise _fail(self.source, f"its checksum does not match ({crc:08x}, written {self._expected:08x}): "
                                      "the file was corrupted after it was written")  # fmt: skip
+        return out
 
 
 def file_size(f: BinaryIO) -> int:
