@@ -407,3 +407,31 @@ def test_states_are_namedtuples_with_int32_count():
     for name in ("sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "radam"):
         state = getattr(optim, name)(learning_rate=0.1).init(p)
         assert hasattr(state, "_fields") and state.count.dtype == enp.int32 and int(state.count) == 0
+
+
+@pytest.mark.parametrize("case", [("radam", "RAdam", dict(lr=0.01)), ("adam", "Adam", dict(lr=0.01)),
+                                  ("nadam", "NAdam", dict(lr=0.01))], ids=["radam", "adam", "nadam"])  # fmt: skip
+def test_long_run_float64(case):
+    """250 steps: RAdam's rho_t past beta2 = 0.999's switch of formula (step 100), bias corrections near 1,
+    NAdam's mu_product shrinking towards zero.
+
+    Both take PyTorch's gradients: over 250 steps the last-bit differences of two separately computed
+    MLP gradients grow past 1e-13 on parameters crossing zero; this test is about the long-run scalar math.
+    """
+    name, cls, kwargs = case
+    problem, dtype = "mlp", np.float64
+    with precision(dtype):
+        p = {k: torch.tensor(v, requires_grad=True) for k, v in start(problem, dtype).items()}
+        topt = torch_opt(cls, list(p.values()), kwargs)
+        tloss = torch_loss(problem, dtype)
+        opt = ember_opt(name, kwargs)
+        params = {k: enp.asarray(v) for k, v in start(problem, dtype).items()}
+        state = opt.init(params)
+        for step in range(1, 251):
+            topt.zero_grad()
+            tloss(p).backward()
+            grads = {k: enp.asarray(v.grad.numpy().copy()) for k, v in p.items()}
+            topt.step()
+            updates, state = opt.update(grads, state, params)
+            params = optim.apply_updates(params, updates)
+            assert_close(params, {k: v.detach().numpy() for k, v in p.items()}, dtype, step)
