@@ -389,8 +389,9 @@ def test_learning_rate_spellings():
     assert a.update(p, a.init(p), p)[0].tolist() == b.update(p, b.init(p), p)[0].tolist()
     with pytest.raises(InvalidArgumentError, match="once"):
         optim.adam(learning_rate=0.1, lr=0.1)
-    with pytest.raises(InvalidArgumentError, match="required"):
-        optim.sgd()
+    # Without either, the learning rate is torch's default (SGD's is 1e-3 in torch 2.13).
+    default = torch.optim.SGD([torch.zeros(1, requires_grad=True)]).defaults["lr"]
+    assert optim.sgd().update(p, optim.sgd().init(p))[0].tolist() == (-default * p).tolist()
 
 
 def test_weight_decay_needs_params():

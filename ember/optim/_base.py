@@ -130,15 +130,18 @@ def value_at(hyperparameter: float | Schedule | Array, count: Any) -> Any:
 
 
 def learning_rate_of(fn: str, learning_rate: float | Schedule | None, lr: float | Schedule | None,
-                     default: float | None = None) -> float | Schedule:  # fmt: skip
-    """The learning rate given as ``learning_rate`` (optax's and ember's name) or ``lr`` (PyTorch's), not both."""
+                     default: float) -> float | Schedule:  # fmt: skip
+    """The learning rate given as ``learning_rate`` (optax's and ember's name) or ``lr`` (PyTorch's), not both;
+    ``default`` (the PyTorch optimizer's own) when neither is given.
+
+    >>> from ember import optim
+    >>> optim.learning_rate_of("sgd", None, 0.5, default=1e-3), optim.learning_rate_of("sgd", None, None, 1e-3)
+    (0.5, 0.001)
+    """
     if learning_rate is not None and lr is not None:
         raise InvalidArgumentError(f"optim.{fn}: give the learning rate once, as learning_rate= (or PyTorch's lr=), "
                                    f"not both")
     chosen = learning_rate if learning_rate is not None else lr if lr is not None else default
-    if chosen is None:
-        raise InvalidArgumentError(f"optim.{fn}: the learning rate is required: optim.{fn}(learning_rate=1e-3) "
-                                   f"(or lr=1e-3)")
     if not callable(chosen) and float(chosen) < 0:
         raise InvalidArgumentError(f"optim.{fn}: invalid learning rate {chosen} (it must be >= 0)")
     return chosen

@@ -150,7 +150,7 @@ def sgd(learning_rate: Hyper | None = None, momentum: Hyper = 0.0, dampening: Hy
     or ``-lr * (g + momentum * buf)`` with ``nesterov``.
 
     Args:
-      learning_rate: the step size (or ``lr=``), a number or a schedule; required.
+      learning_rate: the step size (or ``lr=``), a number or a schedule; 1e-3 by default, as torch 2.13.
       momentum: the momentum factor (0 for none).
       dampening: dampening of the momentum.
       weight_decay: L2 penalty added to the gradient.
@@ -171,7 +171,7 @@ def sgd(learning_rate: Hyper | None = None, momentum: Hyper = 0.0, dampening: Hy
     >>> params.tolist()
     [0.46000000834465027, 0.9200000166893005]
     """
-    lr_ = learning_rate_of("sgd", learning_rate, lr)
+    lr_ = learning_rate_of("sgd", learning_rate, lr, default=1e-3)
     _check("sgd", momentum=(momentum, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
     numbers = not (callable(momentum) or callable(dampening))  # a schedule's values are not checked
     if nesterov and numbers and (momentum <= 0 or dampening != 0):
