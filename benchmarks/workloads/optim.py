@@ -134,7 +134,7 @@ def _(env):
         layers += [nn.Linear(n_in, n_out, key=k), nn.ReLU()]
     model = nn.Sequential(*layers[:-1])
     names = [name for name, _ in model.named_parameters()]
-    model = replace_named(model, {n: env.enp.asarray(p.T if p.ndim == 2 else p) for n, p in zip(names, params)},
+    model = replace_named(model, {n: env.enp.asarray(np.ascontiguousarray(p.T)) for n, p in zip(names, params)},
                           "benchmark")  # fmt: skip
     opt = optim.adam(learning_rate=hand.LR, betas=(hand.B1, hand.B2), eps=hand.EPS)
     state = opt.init(model)
