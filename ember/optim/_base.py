@@ -10,6 +10,7 @@ transformation, because ``None`` is an empty pytree node. A hyperparameter is a 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -145,3 +146,49 @@ def learning_rate_of(fn: str, learning_rate: float | Schedule | None, lr: float 
     if not callable(chosen) and float(chosen) < 0:
         raise InvalidArgumentError(f"optim.{fn}: invalid learning rate {chosen} (it must be >= 0)")
     return chosen
+
+
+# --- private pieces shared by the optimizer and transformation modules ------------------------------------
+
+
+def _is_none(x: Any) -> bool:
+    """``is_leaf`` for tree walks that must see ``None`` leaves (frozen parameters, option-off moments)."""
+    return x is None
+
+
+def _zero_count() -> Array:
+    """A state's step count before the first step: an int32 zero (an array, so ``jit`` traces it once)."""
+    return enp.zeros((), dtype=enp.int32)
+
+
+def _zeros(params: Params, fill: float = 0.0) -> Updates:
+    """A tree like ``params`` filled with ``fill`` (``None`` leaves stay ``None``): a moment's first value."""
+    return tree_map(lambda p: enp.full_like(enp.asarray(p), fill), params)
+
+
+def _check(fn: str, **ranges: tuple[Any, float, float, bool]) -> None:
+    """PyTorch's argument checks: each ``name=(value, low, high, closed)`` in [low, high] (closed) or [low, high).
+
+    A schedule or an array (possibly traced) is not checked.
+    """
+    for name, (value, low, high, closed) in ranges.items():
+        if callable(value) or isinstance(value, Array):
+            continue
+        ok = low <= value <= high if closed else low <= value < high
+        if not ok:
+            interval = f"[{low}, {high}]" if closed else f"[{low}, {high})"
+            raise InvalidArgumentError(f"optim.{fn}: invalid {name} value {value} (it must be in {interval})")
+
+
+def _check_betas(fn: str, betas: tuple[Any, Any]) -> tuple[Any, Any]:
+    """``betas`` as a checked pair, each in [0, 1) (PyTorch's check and wording); returns it."""
+    if len(betas) != 2:
+        raise InvalidArgumentError(f"optim.{fn}: betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, beta in enumerate(betas):
+        if not (callable(beta) or isinstance(beta, Array)) and not 0.0 <= beta < 1.0:
+            raise InvalidArgumentError(f"optim.{fn}: invalid beta parameter at index {i}: {beta} "
+                                       f"(it must be in [0, 1))")  # fmt: skip
+    return betas
+
+
+_INF = math.inf

@@ -12,13 +12,10 @@ from typing import Any, NamedTuple
 import ember.numpy as enp
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import GradientTransformation, Schedule, learning_rate_of, value_at
+from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _zero_count,
+                               _zeros, learning_rate_of, value_at)
 
 __all__ = ["ASGDState", "LambState", "LionState", "RpropState", "asgd", "lamb", "lion", "rprop"]
-
-
-def _is_none(x: Any) -> bool:
-    return x is None
 
 
 def _map(fn: Any, tree: Any, *rest: Any) -> Any:
@@ -38,20 +35,6 @@ def _map(fn: Any, tree: Any, *rest: Any) -> Any:
 def _need_params(fn: str, params: Any) -> None:
     if params is None:
         raise InvalidArgumentError(f"optim.{fn}: update needs the parameters: opt.update(grads, state, params)")
-
-
-def _check_nonnegative(fn: str, name: str, value: Any) -> None:
-    if not callable(value) and float(value) < 0:
-        raise InvalidArgumentError(f"optim.{fn}: invalid {name} {value} (it must be >= 0)")
-
-
-def _check_betas(fn: str, betas: tuple[float, float]) -> None:
-    if len(betas) != 2:
-        raise InvalidArgumentError(f"optim.{fn}: betas must be a pair (beta1, beta2), got {betas!r}")
-    for i, beta in enumerate(betas):
-        if not callable(beta) and not 0.0 <= float(beta) < 1.0:
-            raise InvalidArgumentError(f"optim.{fn}: invalid beta parameter at index {i}: {beta} "
-                                       f"(it must be in [0, 1))")
 
 
 # --- asgd ----------------------------------------------------------------------------------------------------
@@ -95,12 +78,11 @@ def asgd(learning_rate: float | Schedule | None = None, lambd: float = 1e-4, alp
     [0.8999899625778198, 1.8999799489974976]
     """
     learning_rate = learning_rate_of("asgd", learning_rate, lr, default=1e-2)
-    _check_nonnegative("asgd", "weight_decay value", weight_decay)
+    _check("asgd", weight_decay=(weight_decay, 0.0, _INF, True))
 
     def init(params: Any) -> ASGDState:
         eta = enp.asarray(value_at(learning_rate, 0), dtype=enp.asarray(1.0).dtype)
-        return ASGDState(enp.zeros((), dtype="int32"), eta, enp.ones((), dtype=eta.dtype),
-                         _map(enp.zeros_like, params))
+        return ASGDState(_zero_count(), eta, enp.ones((), dtype=eta.dtype), _zeros(params))
 
     def update(grads: Any, state: ASGDState, params: Any = None) -> tuple[Any, ASGDState]:
         _need_params("asgd", params)
@@ -174,8 +156,7 @@ def rprop(learning_rate: float | None = None, etas: tuple[float, float] = (0.5, 
     step_size_min, step_size_max = step_sizes
 
     def init(params: Any) -> RpropState:
-        return RpropState(enp.zeros((), dtype="int32"), _map(enp.zeros_like, params),
-                          _map(lambda p: enp.full_like(p, learning_rate), params))
+        return RpropState(_zero_count(), _zeros(params), _zeros(params, learning_rate))
 
     def update(grads: Any, state: RpropState, params: Any = None) -> tuple[Any, RpropState]:
         grads = _map(lambda g: -g if maximize else g, grads)
@@ -225,12 +206,11 @@ def lion(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
     [0.8999999761581421, 2.0999999046325684]
     """
     learning_rate = learning_rate_of("lion", learning_rate, lr, default=1e-4)
-    _check_betas("lion", betas)
-    _check_nonnegative("lion", "weight_decay value", weight_decay)
-    beta1, beta2 = betas
+    beta1, beta2 = _check_betas("lion", betas)
+    _check("lion", weight_decay=(weight_decay, 0.0, _INF, True))
 
     def init(params: Any) -> LionState:
-        return LionState(enp.zeros((), dtype="int32"), _map(enp.zeros_like, params))
+        return LionState(_zero_count(), _zeros(params))
 
     def update(grads: Any, state: LionState, params: Any = None) -> tuple[Any, LionState]:
         count = state.count + 1
@@ -284,13 +264,11 @@ def lamb(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
     [2.64645, 4.35355]
     """
     learning_rate = learning_rate_of("lamb", learning_rate, lr, default=1e-3)
-    _check_betas("lamb", betas)
-    _check_nonnegative("lamb", "epsilon value", eps)
-    _check_nonnegative("lamb", "weight_decay value", weight_decay)
-    beta1, beta2 = betas
+    beta1, beta2 = _check_betas("lamb", betas)
+    _check("lamb", epsilon=(eps, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
 
     def init(params: Any) -> LambState:
-        return LambState(enp.zeros((), dtype="int32"), _map(enp.zeros_like, params), _map(enp.zeros_like, params))
+        return LambState(_zero_count(), _zeros(params), _zeros(params))
 
     def update(grads: Any, state: LambState, params: Any = None) -> tuple[Any, LambState]:
         _need_params("lamb", params)

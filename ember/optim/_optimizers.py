@@ -23,50 +23,18 @@ import ember.numpy as enp
 from ember.core.array import Array
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import GradientTransformation, Schedule, learning_rate_of, value_at
+from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _zero_count,
+                               _zeros, learning_rate_of, value_at)
 
 __all__ = ["AdadeltaState", "AdagradState", "AdamState", "AdamaxState", "NAdamState", "RAdamState", "RMSpropState",
-           "SGDState", "adadelta", "adagrad", "adam", "adamax", "adamw", "nadam", "radam", "rmsprop", "sgd"]  # fmt: skip
+           "SGDState", "adadelta", "adagrad", "adam", "adamax", "adamw", "nadam", "radam", "rmsprop",
+           "sgd"]  # fmt: skip
 
 Params = Any
 Updates = Any
 Hyper = float | Schedule | Array
 
 # --- shared pieces ------------------------------------------------------------------------------------
-
-
-def _is_none(x: Any) -> bool:
-    return x is None
-
-
-def _zeros(params: Params, fill: float = 0.0) -> Updates:
-    return tree_map(lambda p: enp.full_like(enp.asarray(p), fill), params)
-
-
-def _count0() -> Array:
-    return enp.zeros((), dtype=enp.int32)
-
-
-def _check(fn: str, **ranges: tuple[Any, float, float, bool]) -> None:
-    """PyTorch's argument checks: each value (a number; a schedule is not checked) in [low, high] or [low, high)."""
-    for name, (value, low, high, closed) in ranges.items():
-        if callable(value) or isinstance(value, Array):
-            continue
-        ok = low <= value <= high if closed else low <= value < high
-        if not ok:
-            interval = f"[{low}, {high}]" if closed else f"[{low}, {high})"
-            raise InvalidArgumentError(f"optim.{fn}: invalid {name} value {value} (it must be in {interval}, as "
-                                       f"torch.optim checks)")  # fmt: skip
-
-
-_INF = math.inf
-
-
-def _betas(fn: str, betas: tuple[Hyper, Hyper]) -> tuple[Hyper, Hyper]:
-    if len(betas) != 2:
-        raise InvalidArgumentError(f"optim.{fn}: betas must be a pair (beta1, beta2), got {betas!r}")
-    _check(fn, **{"betas[0]": (betas[0], 0.0, 1.0, False), "betas[1]": (betas[1], 0.0, 1.0, False)})
-    return betas
 
 
 def _read(hyper: dict[str, Hyper], count: Array) -> dict[str, Any]:
@@ -180,7 +148,7 @@ def sgd(learning_rate: Hyper | None = None, momentum: Hyper = 0.0, dampening: Hy
     use_momentum = callable(momentum) or isinstance(momentum, Array) or momentum != 0
 
     def init(params: Params) -> SGDState:
-        return SGDState(_count0(), _zeros(params) if use_momentum else None)
+        return SGDState(_zero_count(), _zeros(params) if use_momentum else None)
 
     def update(grads: Updates, state: SGDState, params: Params = None) -> tuple[Updates, SGDState]:
         h = _read(dict(lr=lr_, momentum=momentum, dampening=dampening, weight_decay=weight_decay), state.count)
@@ -242,11 +210,11 @@ def adam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 
     """
     fn = "adamw" if decoupled_weight_decay else "adam"
     lr_ = learning_rate_of(fn, learning_rate, lr, 1e-3)
-    b1, b2 = _betas(fn, betas)
+    b1, b2 = _check_betas(fn, betas)
     _check(fn, eps=(eps, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
 
     def init(params: Params) -> AdamState:
-        return AdamState(_count0(), _zeros(params), _zeros(params), _zeros(params) if amsgrad else None)
+        return AdamState(_zero_count(), _zeros(params), _zeros(params), _zeros(params) if amsgrad else None)
 
     def update(grads: Updates, state: AdamState, params: Params = None) -> tuple[Updates, AdamState]:
         h = _read(dict(lr=lr_, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay), state.count)
@@ -345,7 +313,7 @@ def rmsprop(learning_rate: Hyper | None = None, alpha: Hyper = 0.99, eps: Hyper 
     use_momentum = callable(momentum) or isinstance(momentum, Array) or momentum > 0
 
     def init(params: Params) -> RMSpropState:
-        return RMSpropState(_count0(), _zeros(params), _zeros(params) if centered else None,
+        return RMSpropState(_zero_count(), _zeros(params), _zeros(params) if centered else None,
                             _zeros(params) if use_momentum else None)  # fmt: skip
 
     def update(grads: Updates, state: RMSpropState, params: Params = None) -> tuple[Updates, RMSpropState]:
@@ -412,7 +380,7 @@ def adagrad(learning_rate: Hyper | None = None, lr_decay: Hyper = 0.0, weight_de
            eps=(eps, 0.0, _INF, True))  # fmt: skip
 
     def init(params: Params) -> AdagradState:
-        return AdagradState(_count0(), _zeros(params, initial_accumulator_value))
+        return AdagradState(_zero_count(), _zeros(params, initial_accumulator_value))
 
     def update(grads: Updates, state: AdagradState, params: Params = None) -> tuple[Updates, AdagradState]:
         h = _read(dict(lr=lr_, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay), state.count)
@@ -470,7 +438,7 @@ def adadelta(learning_rate: Hyper | None = None, rho: Hyper = 0.9, eps: Hyper = 
            weight_decay=(weight_decay, 0.0, _INF, True))  # fmt: skip
 
     def init(params: Params) -> AdadeltaState:
-        return AdadeltaState(_count0(), _zeros(params), _zeros(params))
+        return AdadeltaState(_zero_count(), _zeros(params), _zeros(params))
 
     def update(grads: Updates, state: AdadeltaState, params: Params = None) -> tuple[Updates, AdadeltaState]:
         h = _read(dict(lr=lr_, rho=rho, eps=eps, weight_decay=weight_decay), state.count)
@@ -525,11 +493,11 @@ def adamax(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9
     [0.8999999761581421, -1.899999976158142]
     """
     lr_ = learning_rate_of("adamax", learning_rate, lr, 2e-3)
-    b1, b2 = _betas("adamax", betas)
+    b1, b2 = _check_betas("adamax", betas)
     _check("adamax", eps=(eps, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
 
     def init(params: Params) -> AdamaxState:
-        return AdamaxState(_count0(), _zeros(params), _zeros(params))
+        return AdamaxState(_zero_count(), _zeros(params), _zeros(params))
 
     def update(grads: Updates, state: AdamaxState, params: Params = None) -> tuple[Updates, AdamaxState]:
         h = _read(dict(lr=lr_, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay), state.count)
@@ -588,12 +556,12 @@ def nadam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9,
     [0.8943548202514648, -1.8943548202514648]
     """
     lr_ = learning_rate_of("nadam", learning_rate, lr, 2e-3)
-    b1, b2 = _betas("nadam", betas)
+    b1, b2 = _check_betas("nadam", betas)
     _check("nadam", eps=(eps, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True),
            momentum_decay=(momentum_decay, 0.0, _INF, True))  # fmt: skip
 
     def init(params: Params) -> NAdamState:
-        return NAdamState(_count0(), enp.ones(()), _zeros(params), _zeros(params))
+        return NAdamState(_zero_count(), enp.ones(()), _zeros(params), _zeros(params))
 
     def update(grads: Updates, state: NAdamState, params: Params = None) -> tuple[Updates, NAdamState]:
         h = _read(dict(lr=lr_, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay, psi=momentum_decay), state.count)
@@ -679,11 +647,11 @@ def radam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9,
     [0.800000011920929, -1.600000023841858]
     """
     lr_ = learning_rate_of("radam", learning_rate, lr, 1e-3)
-    b1, b2 = _betas("radam", betas)
+    b1, b2 = _check_betas("radam", betas)
     _check("radam", eps=(eps, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
 
     def init(params: Params) -> RAdamState:
-        return RAdamState(_count0(), _zeros(params), _zeros(params))
+        return RAdamState(_zero_count(), _zeros(params), _zeros(params))
 
     def update(grads: Updates, state: RAdamState, params: Params = None) -> tuple[Updates, RAdamState]:
         h = _read(dict(lr=lr_, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay), state.count)

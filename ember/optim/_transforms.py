@@ -15,16 +15,13 @@ import ember.numpy as enp
 from ember import lax
 from ember.core.pytree import tree_leaves, tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import EmptyState, GradientTransformation, Schedule, _accepted, apply_updates, value_at
+from ember.optim._base import (EmptyState, GradientTransformation, Schedule, _accepted, _is_none, _zero_count,
+                               apply_updates, value_at)
 
 __all__ = ["add_decayed_weights", "averaged_params", "clip", "clip_by_global_norm", "ema", "ema_params", "masked",
            "multi_steps", "multi_transform", "scale", "scale_by_schedule", "swa", "zero_nans",
            "AveragedParamsState", "EmaState", "MaskedState", "MultiStepsState", "MultiTransformState",
            "ScaleByScheduleState", "ZeroNansState"]  # fmt: skip
-
-
-def _is_none(x: Any) -> bool:
-    return x is None
 
 
 def _same_dtype(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -34,10 +31,6 @@ def _same_dtype(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return fn(u).astype(u.dtype)
 
     return apply
-
-
-def _zero_count() -> Any:
-    return enp.zeros((), dtype=enp.int32)
 
 
 def scale(factor: float) -> GradientTransformation:
