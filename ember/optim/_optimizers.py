@@ -94,6 +94,11 @@ def _leafwise(fn: str, rule: Callable[..., tuple], grads: Updates, params: Param
     return (new[0], *(None if old is None else m for old, m in zip(moments, new[1:])))
 
 
+def _adam_moments(g: Array, m: Array, v: Array, b1: Any, b2: Any) -> tuple[Array, Array]:
+    """Adam's moments after gradient ``g``, as PyTorch: ``m.lerp_(g, 1 - b1)``, ``v = b2 v + (1 - b2) g^2``."""
+    return m + (1 - b1) * (g - m), b2 * v + (1 - b2) * (g * g)
+
+
 def _float(count: Array) -> Array:
     """The step count as a float: float32, or float64 under ``ember.config.x64``."""
     return enp.asarray(count).astype(enp.zeros(()).dtype)
@@ -223,8 +228,7 @@ def adam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 
         bc2_sqrt = enp.sqrt(_bias_correction(h["b2"], t))
 
         def rule(g: Array, p: Any, m: Array, v: Array, vmax: Array | None) -> tuple:
-            m = m + (1 - h["b1"]) * (g - m)
-            v = h["b2"] * v + (1 - h["b2"]) * (g * g)
+            m, v = _adam_moments(g, m, v, h["b1"], h["b2"])
             if amsgrad:
                 vmax = enp.maximum(vmax, v)
             denom = enp.sqrt(vmax if amsgrad else v) / bc2_sqrt + h["eps"]
@@ -574,8 +578,7 @@ def nadam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9,
         avg_coef = -h["lr"] * mu_next / (1.0 - mu_product * mu_next)
 
         def rule(g: Array, p: Any, m: Array, v: Array) -> tuple:
-            m = m + (1 - h["b1"]) * (g - m)
-            v = h["b2"] * v + (1 - h["b2"]) * (g * g)
+            m, v = _adam_moments(g, m, v, h["b1"], h["b2"])
             denom = enp.sqrt(v / bc2) + h["eps"]
             return grad_coef * g / denom + avg_coef * m / denom, m, v
 
@@ -666,8 +669,7 @@ def radam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9,
         rect = enp.sqrt((rho_c - 4) * (rho_c - 2) * rho_inf_c / ((rho_inf_c - 4) * (rho_inf_c - 2) * rho_c))
 
         def rule(g: Array, p: Any, m: Array, v: Array) -> tuple:
-            m = m + (1 - h["b1"]) * (g - m)
-            v = h["b2"] * v + (1 - h["b2"]) * (g * g)
+            m, v = _adam_moments(g, m, v, h["b1"], h["b2"])
             step = m / bc1 * h["lr"]
             adaptive = enp.sqrt(bc2) / (enp.sqrt(v) + h["eps"])
             return -enp.where(rectify, step * adaptive * rect, step), m, v
