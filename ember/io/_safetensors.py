@@ -22,7 +22,6 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 

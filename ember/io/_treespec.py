@@ -26,7 +26,7 @@ import numpy as np
 
 from ember.core.array import Array
 from ember.core.pytree import _registry
-from ember.core.pytree._keys import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
+from ember.core.pytree._keys import keystr
 from ember.nn._module import Module
 
 __all__: list[str] = []
@@ -45,25 +45,16 @@ class Unsaveable(Exception):
 
 
 def type_name(t: type) -> str:
+    """A type's JSON name, ``module:qualname``."""
     return f"{t.__module__}:{t.__qualname__}"
 
 
 # --- names ------------------------------------------------------------------------------------------------
 
 
-def key_part(key: Any) -> str:
-    if isinstance(key, SequenceKey):
-        return str(key.idx)
-    if isinstance(key, DictKey):
-        return str(key.key)
-    if isinstance(key, GetAttrKey):
-        return key.name
-    if isinstance(key, FlattenedIndexKey):
-        return str(key.key)
-    return str(key)
-
-
-def join(prefix: str, part: str) -> str:
+def join(prefix: str, key: Any) -> str:
+    """A child's path: the parent's and the child's key (bare: ``0``, ``weight``), joined by a dot."""
+    part = keystr((key,), simple=True)
     return f"{prefix}.{part}" if prefix and part else prefix or part
 
 
@@ -309,7 +300,7 @@ class Encoder:
         if isinstance(x, Module) and names is None:
             names = module_names(x, path)[::-1]
         pairs, aux = _registry._keyed_children(kind, x)
-        children = [self.node(c, join(path, key_part(k)), names, depth + 1) for k, c in pairs]
+        children = [self.node(c, join(path, k), names, depth + 1) for k, c in pairs]
         where = path or "the root"
         if kind is _registry._TUPLE or kind is _registry._LIST:
             return {"k": t.__name__, "c": children}
