@@ -166,6 +166,12 @@ def _zeros(params: Params, fill: float = 0.0) -> Updates:
     return tree_map(lambda p: enp.full_like(enp.asarray(p), fill), params)
 
 
+def _need_params(fn: str, params: Params, what: str = "update") -> None:
+    """Refuse ``update(grads, state)`` without the parameters where ``what`` (the update, weight decay) uses them."""
+    if params is None:
+        raise InvalidArgumentError(f"optim.{fn}: {what} needs the parameters: opt.update(grads, state, params)")
+
+
 def _check(fn: str, **ranges: tuple[Any, float, float, bool]) -> None:
     """PyTorch's argument checks: each ``name=(value, low, high, closed)`` in [low, high] (closed) or [low, high).
 

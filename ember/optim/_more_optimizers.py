@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 import ember.numpy as enp
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _zero_count,
-                               _zeros, learning_rate_of, value_at)
+from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _need_params,
+                               _zero_count, _zeros, learning_rate_of, value_at)
 
 __all__ = ["ASGDState", "LambState", "LionState", "RpropState", "asgd", "lamb", "lion", "rprop"]
 
@@ -30,11 +30,6 @@ def _map(fn: Any, tree: Any, *rest: Any) -> Any:
         return fn(x, *r)
 
     return tree_map(leaf, tree, *rest, is_leaf=_is_none)
-
-
-def _need_params(fn: str, params: Any) -> None:
-    if params is None:
-        raise InvalidArgumentError(f"optim.{fn}: update needs the parameters: opt.update(grads, state, params)")
 
 
 # --- asgd ----------------------------------------------------------------------------------------------------

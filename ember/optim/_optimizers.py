@@ -23,8 +23,8 @@ import ember.numpy as enp
 from ember.core.array import Array
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _zero_count,
-                               _zeros, learning_rate_of, value_at)
+from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _need_params,
+                               _zero_count, _zeros, learning_rate_of, value_at)
 
 __all__ = ["AdadeltaState", "AdagradState", "AdamState", "AdamaxState", "NAdamState", "RAdamState", "RMSpropState",
            "SGDState", "adadelta", "adagrad", "adam", "adamax", "adamw", "nadam", "radam", "rmsprop",
@@ -75,10 +75,9 @@ def _leafwise(fn: str, rule: Callable[..., tuple], grads: Updates, params: Param
     """
     uses_decay = isinstance(weight_decay, Array) or weight_decay != 0  # a schedule's value is an Array
     nones = tree_map(lambda g: None, grads)
+    if uses_decay:
+        _need_params(fn, params, "weight decay")
     if params is None:
-        if uses_decay:
-            raise InvalidArgumentError(f"optim.{fn}: weight decay needs the parameters: call "
-                                       f"update(grads, state, params)")  # fmt: skip
         params = nones
 
     def one(g: Any, p: Any, *m: Any) -> tuple:

@@ -15,8 +15,8 @@ import ember.numpy as enp
 from ember import lax
 from ember.core.pytree import tree_leaves, tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import (EmptyState, GradientTransformation, Schedule, _accepted, _is_none, _zero_count,
-                               apply_updates, value_at)
+from ember.optim._base import (EmptyState, GradientTransformation, Schedule, _accepted, _is_none, _need_params,
+                               _zero_count, apply_updates, value_at)
 
 __all__ = ["add_decayed_weights", "averaged_params", "clip", "clip_by_global_norm", "ema", "ema_params", "masked",
            "multi_steps", "multi_transform", "scale", "scale_by_schedule", "swa", "zero_nans",
@@ -155,9 +155,7 @@ def add_decayed_weights(weight_decay: float = 0.0, mask: Any = None) -> Gradient
         return masked(add_decayed_weights(weight_decay), mask)
 
     def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
-        if params is None:
-            raise InvalidArgumentError("optim.add_decayed_weights: the update needs the parameters: "
-                                       "opt.update(grads, state, params)")
+        _need_params("add_decayed_weights", params)
         return tree_map(lambda u, p: (u + weight_decay * p).astype(enp.asarray(u).dtype), updates, params), state
 
     return GradientTransformation(lambda params: EmptyState(), update)
@@ -333,8 +331,7 @@ def _averaging(fn: str, inner: GradientTransformation, start: int, every: int,
 
     def update(updates: Any, state: AveragedParamsState, params: Any = None,
                **extra_args: Any) -> tuple[Any, AveragedParamsState]:  # fmt: skip
-        if params is None:
-            raise InvalidArgumentError(f"optim.{fn}: the update needs the parameters: opt.update(grads, state, params)")
+        _need_params(fn, params)
         updates, inner_state = inner.update(updates, state.inner_state, params, **_accepted(inner.update, extra_args))
         new_params = apply_updates(params, updates)
         take = (state.count >= start) & ((state.count - start) % every == 0)
