@@ -86,15 +86,15 @@ def save(path: str | os.PathLike, tree: Any, *, arrays_only: bool = False) -> No
     an interrupted save never leaves a half-written file there (an earlier file at ``path`` stays as it was).
 
     Args:
-        path: the file to write (replaced if it exists).
-        tree: a pytree of arrays: an ``nn.Module``, an optimizer state, an ``nn.State``, dicts, lists, tuples,
-            namedtuples, registered dataclasses; Python scalars and strings among the leaves are kept too.
-        arrays_only: write the arrays by name without the tree's structure (for a tree holding a static value
-            that has no JSON form, such as a lambda); load such a file with ``load(path, like=template)``.
+      path: the file to write (replaced if it exists).
+      tree: a pytree of arrays: an ``nn.Module``, an optimizer state, an ``nn.State``, dicts, lists, tuples,
+        namedtuples, registered dataclasses; Python scalars and strings among the leaves are kept too.
+      arrays_only: write the arrays by name without the tree's structure (for a tree holding a static value
+        that has no JSON form, such as a lambda); load such a file with ``load(path, like=template)``.
 
     Raises:
-        CheckpointError: the tree holds something that cannot be saved (a static field with no JSON form
-            that is not one of ember's functions, a leaf that is neither an array nor a scalar).
+      CheckpointError: the tree holds something that cannot be saved (a static field with no JSON form
+        that is not one of ember's functions, a leaf that is neither an array nor a scalar).
 
     >>> import os, tempfile, ember, ember.numpy as enp
     >>> path = os.path.join(tempfile.mkdtemp(), "params.safetensors")
@@ -289,13 +289,13 @@ def load(path: str | os.PathLike, like: Any = None, *, strict: bool = True) -> A
     checked against the template leaf's shape and dtype.
 
     Args:
-        path: the file to read.
-        like: a template pytree (a model, an optimizer state; its leaves arrays or ``ShapeDtypeStruct``).
-        strict: with ``like``, whether tensors in the file that the template has no place for are an error.
+      path: the file to read.
+      like: a template pytree (a model, an optimizer state; its leaves arrays or ``ShapeDtypeStruct``).
+      strict: with ``like``, whether tensors in the file that the template has no place for are an error.
 
     Raises:
-        CheckpointError: the file is truncated, corrupted or crafted, names a type that is not registered,
-            or does not match ``like``. Loading never runs code from the file.
+      CheckpointError: the file is truncated, corrupted or crafted, names a type that is not registered,
+        or does not match ``like``. Loading never runs code from the file.
 
     >>> import os, tempfile, ember, ember.numpy as enp
     >>> from ember import nn

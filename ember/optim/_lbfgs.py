@@ -161,16 +161,16 @@ def lbfgs(learning_rate: float | None = None, max_iter: int = 20, max_eval: int 
     decides on concrete values.
 
     Args:
-        learning_rate: the step length (default 1); PyTorch's ``lr=`` is accepted too.
-        max_iter: the most iterations per ``step``.
-        max_eval: the most evaluations of ``fun`` per ``step`` (default ``max_iter * 5 // 4``).
-        tolerance_grad: stop when the largest gradient element is at most this.
-        tolerance_change: stop when the loss or the parameters change less than this.
-        history_size: how many curvature pairs to keep.
-        line_search_fn: ``None`` (fixed steps) or ``"strong_wolfe"``.
+      learning_rate: the step length (default 1); PyTorch's ``lr=`` is accepted too.
+      max_iter: the most iterations per ``step``.
+      max_eval: the most evaluations of ``fun`` per ``step`` (default ``max_iter * 5 // 4``).
+      tolerance_grad: stop when the largest gradient element is at most this.
+      tolerance_change: stop when the loss or the parameters change less than this.
+      history_size: how many curvature pairs to keep.
+      line_search_fn: ``None`` (fixed steps) or ``"strong_wolfe"``.
 
     Returns:
-        An ``LBFGS`` with ``init`` and ``step``.
+      An ``LBFGS`` with ``init`` and ``step``.
 
     >>> import ember.numpy as enp
     >>> from ember import optim

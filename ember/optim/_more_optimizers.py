@@ -54,15 +54,15 @@ def asgd(learning_rate: float | Schedule | None = None, lambd: float = 1e-4, alp
     does, but not used for the update) follows the parameter with weight ``mu = 1 / max(1, t - t0)``.
 
     Args:
-        learning_rate: the learning rate (default 1e-2); PyTorch's ``lr=`` is accepted too.
-        lambd: the decay term.
-        alpha: the power for the ``eta`` update.
-        t0: the step at which averaging starts.
-        weight_decay: L2 penalty added to the gradient.
-        maximize: ascend the objective instead of descending it.
+      learning_rate: the learning rate (default 1e-2); PyTorch's ``lr=`` is accepted too.
+      lambd: the decay term.
+      alpha: the power for the ``eta`` update.
+      t0: the step at which averaging starts.
+      weight_decay: L2 penalty added to the gradient.
+      maximize: ascend the objective instead of descending it.
 
     Returns:
-        A ``GradientTransformation``; its ``update`` needs ``params``.
+      A ``GradientTransformation``; its ``update`` needs ``params``.
 
     >>> import ember.numpy as enp
     >>> from ember import optim
@@ -124,13 +124,13 @@ def rprop(learning_rate: float | None = None, etas: tuple[float, float] = (0.5, 
     clipped to ``step_sizes``; the parameter moves by ``-sign(grad) * step_size``.
 
     Args:
-        learning_rate: the initial step size (default 1e-2); PyTorch's ``lr=`` is accepted too.
-        etas: ``(etaminus, etaplus)``, with ``0 < etaminus < 1 < etaplus``.
-        step_sizes: ``(min, max)`` allowed step sizes.
-        maximize: ascend the objective instead of descending it.
+      learning_rate: the initial step size (default 1e-2); PyTorch's ``lr=`` is accepted too.
+      etas: ``(etaminus, etaplus)``, with ``0 < etaminus < 1 < etaplus``.
+      step_sizes: ``(min, max)`` allowed step sizes.
+      maximize: ascend the objective instead of descending it.
 
     Returns:
-        A ``GradientTransformation``.
+      A ``GradientTransformation``.
 
     >>> import ember.numpy as enp
     >>> from ember import optim
@@ -185,12 +185,12 @@ def lion(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
     ``m = beta2 * m + (1 - beta2) * g``.
 
     Args:
-        learning_rate: the learning rate (default 1e-4); PyTorch's ``lr=`` is accepted too.
-        betas: ``(beta1, beta2)``: the interpolation for the update and the momentum's decay.
-        weight_decay: decoupled weight decay, scaled by the learning rate.
+      learning_rate: the learning rate (default 1e-4); PyTorch's ``lr=`` is accepted too.
+      betas: ``(beta1, beta2)``: the interpolation for the update and the momentum's decay.
+      weight_decay: decoupled weight decay, scaled by the learning rate.
 
     Returns:
-        A ``GradientTransformation``; with weight decay its ``update`` needs ``params``.
+      A ``GradientTransformation``; with weight decay its ``update`` needs ``params``.
 
     >>> import ember.numpy as enp
     >>> from ember import optim
@@ -242,13 +242,13 @@ def lamb(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
     then by ``-lr``.
 
     Args:
-        learning_rate: the learning rate (default 1e-3); PyTorch's ``lr=`` is accepted too.
-        betas: Adam's ``(beta1, beta2)``.
-        eps: added to the denominator.
-        weight_decay: decoupled weight decay, inside the trust ratio.
+      learning_rate: the learning rate (default 1e-3); PyTorch's ``lr=`` is accepted too.
+      betas: Adam's ``(beta1, beta2)``.
+      eps: added to the denominator.
+      weight_decay: decoupled weight decay, inside the trust ratio.
 
     Returns:
-        A ``GradientTransformation``; its ``update`` needs ``params``.
+      A ``GradientTransformation``; its ``update`` needs ``params``.
 
     >>> import ember.numpy as enp
     >>> from ember import optim
