@@ -27,6 +27,8 @@ Updates = Any
 OptState = Any
 #: A schedule: the value of a hyperparameter at a step count (an int32 array, or a Python int).
 Schedule = Callable[[Any], Any]
+#: A hyperparameter: a number, a schedule, or an array.
+Hyper = float | Schedule | Array
 
 
 class GradientTransformation(NamedTuple):

@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 import ember.numpy as enp
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _need_params,
-                               _zero_count, _zeros, learning_rate_of, value_at)
+from ember.core.array import Array
+from ember.optim._base import (_INF, GradientTransformation, Hyper, Params, Updates, _check, _check_betas, _is_none,
+                               _need_params, _zero_count, _zeros, learning_rate_of, value_at)
 
 __all__ = ["ASGDState", "LambState", "LionState", "RpropState", "asgd", "lamb", "lion", "rprop"]
 
@@ -38,14 +39,14 @@ def _map(fn: Any, tree: Any, *rest: Any) -> Any:
 class ASGDState(NamedTuple):
     """``asgd``'s state: the step ``count``, torch's step size ``eta``, averaging weight ``mu`` and average ``ax``."""
 
-    count: Any
-    eta: Any
-    mu: Any
-    ax: Any
+    count: Array
+    eta: Array
+    mu: Array
+    ax: Updates
 
 
-def asgd(learning_rate: float | Schedule | None = None, lambd: float = 1e-4, alpha: float = 0.75, t0: float = 1e6,
-         weight_decay: float = 0, *, maximize: bool = False, lr: float | Schedule | None = None,
+def asgd(learning_rate: Hyper | None = None, lambd: float = 1e-4, alpha: float = 0.75, t0: float = 1e6,
+         weight_decay: float = 0, *, maximize: bool = False, lr: Hyper | None = None,
          ) -> GradientTransformation:  # fmt: skip
     """Averaged stochastic gradient descent, as ``torch.optim.ASGD``.
 
@@ -75,11 +76,11 @@ def asgd(learning_rate: float | Schedule | None = None, lambd: float = 1e-4, alp
     learning_rate = learning_rate_of("asgd", learning_rate, lr, default=1e-2)
     _check("asgd", weight_decay=(weight_decay, 0.0, _INF, True))
 
-    def init(params: Any) -> ASGDState:
+    def init(params: Params) -> ASGDState:
         eta = enp.asarray(value_at(learning_rate, 0), dtype=enp.asarray(1.0).dtype)
         return ASGDState(_zero_count(), eta, enp.ones((), dtype=eta.dtype), _zeros(params))
 
-    def update(grads: Any, state: ASGDState, params: Any = None) -> tuple[Any, ASGDState]:
+    def update(grads: Updates, state: ASGDState, params: Params = None) -> tuple[Updates, ASGDState]:
         _need_params("asgd", params)
         count = state.count + 1
         eta, mu = state.eta, state.mu
@@ -109,9 +110,9 @@ def asgd(learning_rate: float | Schedule | None = None, lambd: float = 1e-4, alp
 class RpropState(NamedTuple):
     """``rprop``'s state: the step ``count``, the previous (masked) gradient and each element's step size."""
 
-    count: Any
-    prev: Any
-    step_size: Any
+    count: Array
+    prev: Updates
+    step_size: Updates
 
 
 def rprop(learning_rate: float | None = None, etas: tuple[float, float] = (0.5, 1.2),
@@ -150,10 +151,10 @@ def rprop(learning_rate: float | None = None, etas: tuple[float, float] = (0.5, 
                                    f"0 < etaminus < 1 < etaplus, e.g. (0.5, 1.2)")
     step_size_min, step_size_max = step_sizes
 
-    def init(params: Any) -> RpropState:
+    def init(params: Params) -> RpropState:
         return RpropState(_zero_count(), _zeros(params), _zeros(params, learning_rate))
 
-    def update(grads: Any, state: RpropState, params: Any = None) -> tuple[Any, RpropState]:
+    def update(grads: Updates, state: RpropState, params: Params = None) -> tuple[Updates, RpropState]:
         grads = _map(lambda g: -g if maximize else g, grads)
         sign = _map(lambda g, prev: enp.sign(g * prev), grads, state.prev)
         factor = _map(lambda s: enp.where(s > 0, etaplus, enp.where(s < 0, etaminus, 1.0)).astype(s.dtype), sign)
@@ -173,12 +174,12 @@ def rprop(learning_rate: float | None = None, etas: tuple[float, float] = (0.5, 
 class LionState(NamedTuple):
     """``lion``'s state: the step ``count`` and the momentum ``mu``."""
 
-    count: Any
-    mu: Any
+    count: Array
+    mu: Updates
 
 
-def lion(learning_rate: float | Schedule | None = None, betas: tuple[float, float] = (0.9, 0.99),
-         weight_decay: float | Schedule = 0.0, *, lr: float | Schedule | None = None) -> GradientTransformation:
+def lion(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 0.99),
+         weight_decay: Hyper = 0.0, *, lr: Hyper | None = None) -> GradientTransformation:
     """Lion (evolved sign momentum; Chen et al., 2023), as ``optax.lion``, with decoupled weight decay.
 
     ``c = beta1 * m + (1 - beta1) * g``; ``p -= lr * (sign(c) + weight_decay * p)``;
@@ -204,10 +205,10 @@ def lion(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
     beta1, beta2 = _check_betas("lion", betas)
     _check("lion", weight_decay=(weight_decay, 0.0, _INF, True))
 
-    def init(params: Any) -> LionState:
+    def init(params: Params) -> LionState:
         return LionState(_zero_count(), _zeros(params))
 
-    def update(grads: Any, state: LionState, params: Any = None) -> tuple[Any, LionState]:
+    def update(grads: Updates, state: LionState, params: Params = None) -> tuple[Updates, LionState]:
         count = state.count + 1
         lr_t, wd_t = value_at(learning_rate, state.count), value_at(weight_decay, state.count)
         b1, b2 = value_at(beta1, state.count), value_at(beta2, state.count)
@@ -228,13 +229,13 @@ def lion(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
 class LambState(NamedTuple):
     """``lamb``'s state: the step ``count`` and Adam's moments ``mu`` and ``nu``."""
 
-    count: Any
-    mu: Any
-    nu: Any
+    count: Array
+    mu: Updates
+    nu: Updates
 
 
-def lamb(learning_rate: float | Schedule | None = None, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
-         weight_decay: float | Schedule = 0.0, *, lr: float | Schedule | None = None) -> GradientTransformation:
+def lamb(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 0.999), eps: float = 1e-6,
+         weight_decay: Hyper = 0.0, *, lr: Hyper | None = None) -> GradientTransformation:
     """LAMB (layer-wise adaptive moments; You et al., 2020), as ``optax.lamb``.
 
     Adam's bias-corrected step ``r = m_hat / (sqrt(v_hat) + eps)`` plus ``weight_decay * p`` is scaled per
@@ -262,10 +263,10 @@ def lamb(learning_rate: float | Schedule | None = None, betas: tuple[float, floa
     beta1, beta2 = _check_betas("lamb", betas)
     _check("lamb", epsilon=(eps, 0.0, _INF, True), weight_decay=(weight_decay, 0.0, _INF, True))
 
-    def init(params: Any) -> LambState:
+    def init(params: Params) -> LambState:
         return LambState(_zero_count(), _zeros(params), _zeros(params))
 
-    def update(grads: Any, state: LambState, params: Any = None) -> tuple[Any, LambState]:
+    def update(grads: Updates, state: LambState, params: Params = None) -> tuple[Updates, LambState]:
         _need_params("lamb", params)
         count = state.count + 1
         lr_t, wd_t = value_at(learning_rate, state.count), value_at(weight_decay, state.count)

@@ -23,16 +23,13 @@ import ember.numpy as enp
 from ember.core.array import Array
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import (_INF, GradientTransformation, Schedule, _check, _check_betas, _is_none, _need_params,
-                               _zero_count, _zeros, learning_rate_of, value_at)
+from ember.optim._base import (_INF, GradientTransformation, Hyper, Params, Updates, _check, _check_betas, _is_none,
+                               _need_params, _zero_count, _zeros, learning_rate_of, value_at)
 
 __all__ = ["AdadeltaState", "AdagradState", "AdamState", "AdamaxState", "NAdamState", "RAdamState", "RMSpropState",
            "SGDState", "adadelta", "adagrad", "adam", "adamax", "adamw", "nadam", "radam", "rmsprop",
            "sgd"]  # fmt: skip
 
-Params = Any
-Updates = Any
-Hyper = float | Schedule | Array
 
 # --- shared pieces ------------------------------------------------------------------------------------
 
