@@ -16,7 +16,7 @@ from ember import lax
 from ember.core.pytree import tree_leaves, tree_map
 from ember.errors import InvalidArgumentError
 from ember.optim._base import (EmptyState, GradientTransformation, Schedule, _accepted, _is_none, _need_params,
-                               _zero_count, apply_updates, value_at)
+                               _zero_count, _zeros, apply_updates, value_at)
 
 __all__ = ["add_decayed_weights", "averaged_params", "clip", "clip_by_global_norm", "ema", "ema_params", "masked",
            "multi_steps", "multi_transform", "scale", "scale_by_schedule", "swa", "zero_nans",
@@ -297,7 +297,7 @@ def ema(decay: float, debias: bool = True) -> GradientTransformation:
     [1.0]
     """
     def init(params: Any) -> EmaState:
-        return EmaState(_zero_count(), tree_map(enp.zeros_like, params))
+        return EmaState(_zero_count(), _zeros(params))
 
     def update(updates: Any, state: EmaState, params: Any = None) -> tuple[Any, EmaState]:
         new_ema = tree_map(lambda u, m: ((1 - decay) * u + decay * m).astype(enp.asarray(u).dtype), updates, state.ema)
@@ -468,7 +468,7 @@ def multi_steps(inner: GradientTransformation, every_k_schedule: int | Schedule,
     ([0.0], [-2.0])
     """
     def init(params: Any) -> MultiStepsState:
-        return MultiStepsState(_zero_count(), _zero_count(), inner.init(params), tree_map(enp.zeros_like, params))
+        return MultiStepsState(_zero_count(), _zero_count(), inner.init(params), _zeros(params))
 
     def update(updates: Any, state: MultiStepsState, params: Any = None,
                **extra_args: Any) -> tuple[Any, MultiStepsState]:  # fmt: skip
