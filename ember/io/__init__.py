@@ -258,14 +258,18 @@ def _into(like: Any, arrays: dict[str, np.ndarray], leaves: dict[str, dict], sou
             missing.append(name)
             out.append(None)
     if missing:
-        raise CheckpointError(f"ember.load: {source} has no tensor for the template's leaves {missing[:5]}"
-                              f"{' ...' if len(missing) > 5 else ''} (it has {sorted(arrays)[:8]}"
-                              f"{' ...' if len(arrays) > 8 else ''})")  # fmt: skip
+        raise CheckpointError(f"ember.load: {source} has no tensor for the template's leaves {_first(missing, 5)} "
+                              f"(it has {_first(sorted(arrays), 8)})")  # fmt: skip
     extra = sorted(set(arrays) - set(names))
     if extra and strict:
-        raise CheckpointError(f"ember.load: {source} has tensors the template does not: {extra[:5]}"
-                              f"{' ...' if len(extra) > 5 else ''}; pass strict=False to leave them out")  # fmt: skip
+        raise CheckpointError(f"ember.load: {source} has tensors the template does not: {_first(extra, 5)}; "
+                              "pass strict=False to leave them out")  # fmt: skip
     return tree_unflatten(treedef, out)
+
+
+def _first(names: list[str], n: int) -> str:
+    """The first ``n`` of ``names`` for an error message, `` ...`` after them if there are more."""
+    return f"{names[:n]}{' ...' if len(names) > n else ''}"
 
 
 def _leaf_names(tree: Any) -> list[str]:
