@@ -221,7 +221,6 @@ def _collect_leaves(spec: Any, out: dict[str, dict], fail: Any) -> None:
 
 def _into(like: Any, arrays: dict[str, np.ndarray], leaves: dict[str, dict], source: str, strict: bool) -> Any:
     """The arrays placed into ``like``'s structure by name, each checked against the template's leaf."""
-    names = {}
     template_leaves, treedef = tree_flatten(like)
     # The names of the template's leaves, in flatten order (the encoder walks the same order).
     order = _leaf_names(like)
@@ -230,7 +229,6 @@ def _into(like: Any, arrays: dict[str, np.ndarray], leaves: dict[str, dict], sou
     out = []
     missing = []
     for name, t in zip(order, template_leaves):
-        names[name] = t
         if name in arrays:
             a = arrays[name]
             shape, dtype = _shape_dtype(t)
@@ -260,7 +258,7 @@ def _into(like: Any, arrays: dict[str, np.ndarray], leaves: dict[str, dict], sou
     if missing:
         raise CheckpointError(f"ember.load: {source} has no tensor for the template's leaves {_first(missing, 5)} "
                               f"(it has {_first(sorted(arrays), 8)})")  # fmt: skip
-    extra = sorted(set(arrays) - set(names))
+    extra = sorted(set(arrays) - set(order))
     if extra and strict:
         raise CheckpointError(f"ember.load: {source} has tensors the template does not: {_first(extra, 5)}; "
                               "pass strict=False to leave them out")  # fmt: skip
