@@ -151,7 +151,7 @@ def _as_array(array: np.ndarray, kind: str) -> Any:
 
 
 def _read(f: BinaryIO, size: int, source: str, like: Any, strict: bool) -> Any:
-    fail = lambda message: _st._fail(source, message)  # noqa: E731
+    fail = lambda message: _st.invalid_file(source, message)  # noqa: E731
     reader = _st.Reader(f.read, size, source)
     arrays = {}
     for entry, array in reader.arrays(f.readinto):
@@ -203,7 +203,7 @@ def _collect_leaves(spec: Any, out: dict[str, dict], fail: Any) -> None:
         if depth > _ts.MAX_DEPTH:
             raise fail(f"its structure nests deeper than {_ts.MAX_DEPTH} levels")
         if not isinstance(node, dict):
-            raise fail(f"its structure holds {_ts._short(node)}, which is not a node")
+            raise fail(f"its structure holds {_ts.short(node)}, which is not a node")
         if node.get("k") in ("tensor", "value"):
             name = node.get("name")
             if not isinstance(name, str):
@@ -251,7 +251,7 @@ def _into(like: Any, arrays: dict[str, np.ndarray], leaves: dict[str, dict], sou
             else:
                 out.append(_as_array(a, "array"))
         elif name in leaves and leaves[name]["k"] == "value":
-            out.append(_ts.decode_value(leaves[name]["v"], lambda m: _st._fail(source, m)))
+            out.append(_ts.decode_value(leaves[name]["v"], lambda m: _st.invalid_file(source, m)))
         else:
             missing.append(name)
             out.append(None)

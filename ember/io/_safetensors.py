@@ -49,7 +49,8 @@ _CRC_FIELD = b'"ember.crc32":"'
 _CRC_ZERO = b"00000000"
 
 
-def _fail(source: str, message: str) -> CheckpointError:
+def invalid_file(source: str, message: str) -> CheckpointError:
+    """The error for a file that is not a valid checkpoint, naming the file (``source``) and what is wrong."""
     return CheckpointError(f"ember.load: {source} is not a valid checkpoint: {message}")
 
 
@@ -145,9 +146,9 @@ def parse_json(text: bytes | str, what: str, source: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates)
     except RecursionError:
-        raise _fail(source, f"its {what} nests too deeply") from None
+        raise invalid_file(source, f"its {what} nests too deeply") from None
     except (ValueError, UnicodeDecodeError) as error:
-        raise _fail(source, f"its {what} is not valid JSON ({error})") from None
+        raise invalid_file(source, f"its {what} is not valid JSON ({error})") from None
 
 
 def _int(value: Any) -> bool:
@@ -157,60 +158,60 @@ def _int(value: Any) -> bool:
 def parse_header(prefix: bytes, size: int, source: str) -> int:
     """The header's length from the first 8 bytes, checked against the file's ``size``."""
     if len(prefix) < 8:
-        raise _fail(source, f"it has {size} bytes, fewer than the 8 of a header length (truncated?)")
+        raise invalid_file(source, f"it has {size} bytes, fewer than the 8 of a header length (truncated?)")
     (length,) = struct.unpack("<Q", prefix)
     if length > MAX_HEADER:
-        raise _fail(source, f"its header claims {length} bytes, more than the {MAX_HEADER} allowed")
+        raise invalid_file(source, f"its header claims {length} bytes, more than the {MAX_HEADER} allowed")
     if length > size - 8:
-        raise _fail(source, f"its header claims {length} bytes but only {size - 8} follow the length "
-                            f"(truncated, or not a safetensors file)")  # fmt: skip
+        raise invalid_file(source, f"its header claims {length} bytes but only {size - 8} follow the length "
+                                   f"(truncated, or not a safetensors file)")  # fmt: skip
     return length
 
 
 def parse_entries(header: Any, buffer_size: int, source: str) -> tuple[list[Entry], dict[str, str]]:
     """The tensors of a parsed header, in offset order, and its metadata; every field checked."""
     if not isinstance(header, dict):
-        raise _fail(source, f"its header is a JSON {type(header).__name__}, not an object")
+        raise invalid_file(source, f"its header is a JSON {type(header).__name__}, not an object")
     metadata = header.get("__metadata__", {})
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise _fail(source, "its __metadata__ is not an object of strings")
+        raise invalid_file(source, "its __metadata__ is not an object of strings")
     entries = []
     for name, info in header.items():
         if name == "__metadata__":
             continue
         where = f"tensor {name[:100]!r}"
         if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
-            raise _fail(source, f"{where} is not an object with exactly dtype, shape and data_offsets")
+            raise invalid_file(source, f"{where} is not an object with exactly dtype, shape and data_offsets")
         code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(code, str) or code not in DTYPES:
-            raise _fail(source, f"{where} has the unknown dtype {str(code)[:40]!r} (known: {', '.join(DTYPES)})")
+            raise invalid_file(source, f"{where} has the unknown dtype {str(code)[:40]!r} (known: {', '.join(DTYPES)})")
         if (not isinstance(shape, list) or len(shape) > MAX_NDIM
                 or not all(_int(d) and 0 <= d < 2**62 for d in shape)):  # fmt: skip
-            raise _fail(source, f"{where} has the shape {str(shape)[:80]}, not a list of at most {MAX_NDIM} "
-                                "non-negative integers")  # fmt: skip
+            raise invalid_file(source, f"{where} has the shape {str(shape)[:80]}, not a list of at most {MAX_NDIM} "
+                                       "non-negative integers")  # fmt: skip
         if not isinstance(offsets, list) or len(offsets) != 2 or not all(_int(o) for o in offsets):
-            raise _fail(source, f"{where} has data_offsets {str(offsets)[:80]}, not two integers")
+            raise invalid_file(source, f"{where} has data_offsets {str(offsets)[:80]}, not two integers")
         begin, end = offsets
         if not 0 <= begin <= end <= buffer_size:
-            raise _fail(source, f"{where} has data_offsets [{begin}, {end}] outside the {buffer_size}-byte buffer "
-                                "(truncated?)")  # fmt: skip
+            raise invalid_file(source, f"{where} has data_offsets [{begin}, {end}] outside the {buffer_size}-byte "
+                                       "buffer (truncated?)")  # fmt: skip
         dtype = DTYPES[code]
         count = 1
         for d in shape:
             count *= d
         if count * dtype.itemsize != end - begin:
-            raise _fail(source, f"{where} is {code} of shape {shape}, {count * dtype.itemsize} bytes, but its "
-                                f"data_offsets [{begin}, {end}] span {end - begin}")  # fmt: skip
+            raise invalid_file(source, f"{where} is {code} of shape {shape}, {count * dtype.itemsize} bytes, but its "
+                                       f"data_offsets [{begin}, {end}] span {end - begin}")  # fmt: skip
         entries.append(Entry(name, dtype, tuple(shape), begin, end))
     entries.sort(key=lambda e: (e.begin, e.end))
     at = 0
     for e in entries:
         if e.begin != at:
             what = "overlaps the tensor before it" if e.begin < at else f"leaves a gap of {e.begin - at} bytes"
-            raise _fail(source, f"tensor {e.name[:100]!r} at data_offsets [{e.begin}, {e.end}] {what}")
+            raise invalid_file(source, f"tensor {e.name[:100]!r} at data_offsets [{e.begin}, {e.end}] {what}")
         at = e.end
     if at != buffer_size:
-        raise _fail(source, f"its tensors cover {at} bytes of a {buffer_size}-byte buffer (trailing data?)")
+        raise invalid_file(source, f"its tensors cover {at} bytes of a {buffer_size}-byte buffer (trailing data?)")
     return entries, metadata
 
 
@@ -224,7 +225,7 @@ class Reader:
         length = parse_header(bytes(prefix), size, source)
         raw = bytes(read(length))
         if len(raw) != length:
-            raise _fail(source, "it ended inside its header (truncated)")
+            raise invalid_file(source, "it ended inside its header (truncated)")
         header = parse_json(raw, "header", source)
         self.entries, self.metadata = parse_entries(header, size - 8 - length, source)
         self._crc: int | None = None
@@ -232,7 +233,7 @@ class Reader:
         if CRC_KEY in self.metadata:
             hexa = self.metadata[CRC_KEY]
             if len(hexa) != 8 or any(c not in "0123456789abcdef" for c in hexa) or raw.count(_CRC_FIELD) != 1:
-                raise _fail(source, f"its {CRC_KEY} checksum field is malformed")
+                raise invalid_file(source, f"its {CRC_KEY} checksum field is malformed")
             at = raw.index(_CRC_FIELD) + len(_CRC_FIELD)
             self._expected = int(hexa, 16)
             self._crc = zlib.crc32(bytes(prefix) + raw[:at] + _CRC_ZERO + raw[at + 8:])
@@ -246,7 +247,7 @@ class Reader:
             for e in self.entries:
                 data = np.empty(e.end - e.begin, np.uint8)
                 if data.size and readinto(memoryview(data)) != data.size:
-                    raise _fail(self.source, f"it ended inside tensor {e.name[:100]!r} (truncated)")
+                    raise invalid_file(self.source, f"it ended inside tensor {e.name[:100]!r} (truncated)")
                 if checksum is not None and data.size:
                     checksum.add(data)  # on a helper thread, while this one reads the next tensor
                 out.append((e, data.view(e.dtype).reshape(e.shape)))
@@ -255,8 +256,8 @@ class Reader:
             if checksum is not None:
                 checksum.close()
         if crc is not None and crc != self._expected:
-            raise _fail(self.source, f"its checksum does not match ({crc:08x}, written {self._expected:08x}): "
-                                     "the file was corrupted after it was written")  # fmt: skip
+            raise invalid_file(self.source, f"its checksum does not match ({crc:08x}, written {self._expected:08x}): "
+                                            "the file was corrupted after it was written")  # fmt: skip
         return out
 
 

@@ -141,11 +141,12 @@ def encode_value(v: Any, where: str) -> Any:
         found = _function_names().get(id(v))
         if found is not None:
             return {"fn": found[0], "plain": found[1]}
-    raise Unsaveable(f"{where} holds {_short(v)}, which has no JSON form (static values must be None, bools, "
+    raise Unsaveable(f"{where} holds {short(v)}, which has no JSON form (static values must be None, bools, "
                      "ints, floats, strings, dtypes, ember's own functions, or tuples/lists/dicts of them)")
 
 
-def _short(v: Any) -> str:
+def short(v: Any) -> str:
+    """``v`` for an error message: a function by its name, anything else by its repr cut to 80 characters."""
     if callable(v) and hasattr(v, "__qualname__"):
         return f"the function {getattr(v, '__module__', '?')}.{v.__qualname__}"
     r = repr(v)
@@ -158,7 +159,7 @@ def decode_value(v: Any, fail: Any, depth: int = 0) -> Any:
     if v is None or type(v) in (bool, int, str, float):
         return v
     if not isinstance(v, dict) or len(v) not in (1, 2):
-        raise fail(f"the value {_short(v)} is not one of ember's encoded forms")
+        raise fail(f"the value {short(v)} is not one of ember's encoded forms")
     tag = next(iter(v))
     x = v[tag]
     if tag in ("tuple", "list") and isinstance(x, list) and len(v) == 1:
@@ -182,7 +183,7 @@ def decode_value(v: Any, fail: Any, depth: int = 0) -> Any:
         dtype = _dtype(x, fail)
         if len(v) == 2:
             if v.get("scalar_type") is not True:
-                raise fail(f"the value {_short(v)} is not one of ember's encoded forms")
+                raise fail(f"the value {short(v)} is not one of ember's encoded forms")
             return dtype.type
         return dtype
     if tag == "builtin" and x in _BUILTINS and len(v) == 1:
@@ -191,7 +192,7 @@ def decode_value(v: Any, fail: Any, depth: int = 0) -> Any:
         return find_type(x, fail)
     if tag == "fn" and isinstance(x, str) and len(v) == 2 and type(v.get("plain")) is bool:
         return find_function(x, v["plain"], fail)
-    raise fail(f"the value {_short(v)} is not one of ember's encoded forms")
+    raise fail(f"the value {short(v)} is not one of ember's encoded forms")
 
 
 def _dtype(name: str, fail: Any) -> np.dtype:
@@ -345,7 +346,7 @@ class Decoder:
         if depth > MAX_DEPTH:
             raise fail(f"its structure nests deeper than {MAX_DEPTH} levels")
         if not isinstance(spec, dict) or not isinstance(spec.get("k"), str):
-            raise fail(f"its structure holds {_short(spec)}, which is not a node")
+            raise fail(f"its structure holds {short(spec)}, which is not a node")
         k = spec["k"]
         if k in ("tensor", "value"):
             return self.leaf(spec)
@@ -380,7 +381,7 @@ class Decoder:
                 raise fail("a namedtuple of its structure lists no fields")
             t = find_type(_str(spec.get("type"), fail), fail, namedtuple_fields=fields)
             if not _registry._is_namedtuple_type(t) or list(t._fields) != fields or len(kids) != len(fields):
-                raise fail(f"{type_name(t)} does not have the fields {_short(fields)} with one child each")
+                raise fail(f"{type_name(t)} does not have the fields {short(fields)} with one child each")
             return t(*kids)
         if k == "module":
             kids = self._children(spec, depth)
