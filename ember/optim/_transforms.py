@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 
 import ember.numpy as enp
 from ember import lax
+from ember.core.array import Array
 from ember.core.pytree import tree_leaves, tree_map
 from ember.errors import InvalidArgumentError
-from ember.optim._base import (EmptyState, GradientTransformation, Schedule, _accepted, _is_none, _need_params,
-                               _zero_count, _zeros, apply_updates, value_at)
+from ember.optim._base import (EmptyState, GradientTransformation, Params, Schedule, Updates, _accepted, _is_none,
+                               _need_params, _zero_count, _zeros, apply_updates, value_at)
 
 __all__ = ["add_decayed_weights", "averaged_params", "clip", "clip_by_global_norm", "ema", "ema_params", "masked",
            "multi_steps", "multi_transform", "scale", "scale_by_schedule", "swa", "zero_nans",
@@ -44,7 +45,7 @@ def scale(factor: float) -> GradientTransformation:
     >>> optim.scale(-0.5).update(enp.array([1.0, 2.0]), None)[0].tolist()
     [-0.5, -1.0]
     """
-    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+    def update(updates: Updates, state: Any, params: Params = None) -> tuple[Updates, Any]:
         return tree_map(_same_dtype(lambda u: u * factor), updates), state
 
     return GradientTransformation(lambda params: EmptyState(), update)
@@ -53,7 +54,7 @@ def scale(factor: float) -> GradientTransformation:
 class ScaleByScheduleState(NamedTuple):
     """``scale_by_schedule``'s state: the step count."""
 
-    count: Any
+    count: Array
 
 
 def scale_by_schedule(schedule: Schedule) -> GradientTransformation:
@@ -69,10 +70,11 @@ def scale_by_schedule(schedule: Schedule) -> GradientTransformation:
     >>> [opt.update(enp.ones(1), state)[0].tolist() for state in [state, opt.update(enp.ones(1), state)[1]]]
     [[1.0], [0.5]]
     """
-    def init(params: Any) -> ScaleByScheduleState:
+    def init(params: Params) -> ScaleByScheduleState:
         return ScaleByScheduleState(_zero_count())
 
-    def update(updates: Any, state: ScaleByScheduleState, params: Any = None) -> tuple[Any, ScaleByScheduleState]:
+    def update(updates: Updates, state: ScaleByScheduleState,
+               params: Params = None) -> tuple[Updates, ScaleByScheduleState]:  # fmt: skip
         factor = schedule(state.count)
         return tree_map(_same_dtype(lambda u: u * factor), updates), ScaleByScheduleState(state.count + 1)
 
@@ -93,7 +95,7 @@ def clip(max_delta: float) -> GradientTransformation:
     if not max_delta >= 0:
         raise InvalidArgumentError(f"optim.clip: max_delta must be >= 0, got {max_delta!r}")
 
-    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+    def update(updates: Updates, state: Any, params: Params = None) -> tuple[Updates, Any]:
         return tree_map(_same_dtype(lambda u: enp.clip(u, -max_delta, max_delta)), updates), state
 
     return GradientTransformation(lambda params: EmptyState(), update)
@@ -127,7 +129,7 @@ def clip_by_global_norm(max_norm: float, norm_type: float = 2.0) -> GradientTran
     if not norm_type > 0:
         raise InvalidArgumentError(f"optim.clip_by_global_norm: norm_type must be > 0, got {norm_type!r}")
 
-    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+    def update(updates: Updates, state: Any, params: Params = None) -> tuple[Updates, Any]:
         leaves = [enp.asarray(x) for x in tree_leaves(updates)]
         if not leaves:
             return updates, state
@@ -154,7 +156,7 @@ def add_decayed_weights(weight_decay: float = 0.0, mask: Any = None) -> Gradient
     if mask is not None:
         return masked(add_decayed_weights(weight_decay), mask)
 
-    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+    def update(updates: Updates, state: Any, params: Params = None) -> tuple[Updates, Any]:
         _need_params("add_decayed_weights", params)
         return tree_map(lambda u, p: (u + weight_decay * p).astype(enp.asarray(u).dtype), updates, params), state
 
@@ -198,12 +200,13 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
     >>> {k: v.tolist() for k, v in opt.update(grads, opt.init(grads), grads)[0].items()}
     {'b': [1.0], 'w': [0.0]}
     """
-    def init(params: Any) -> MaskedState:
+    def init(params: Params) -> MaskedState:
         mask_tree = _resolve(mask, params)
         _check_mask("masked", mask_tree)
         return MaskedState(inner.init(_select(params, mask_tree, bool)))
 
-    def update(updates: Any, state: MaskedState, params: Any = None, **extra_args: Any) -> tuple[Any, MaskedState]:
+    def update(updates: Updates, state: MaskedState, params: Params = None,
+               **extra_args: Any) -> tuple[Updates, MaskedState]:  # fmt: skip
         mask_tree = _resolve(mask, updates)
         _check_mask("masked", mask_tree)
         inner_params = None if params is None else _select(params, mask_tree, bool)
@@ -249,13 +252,13 @@ def multi_transform(transforms: Mapping[Hashable, GradientTransformation], param
         tree_map(check, like, labels, is_leaf=_is_none)
         return labels
 
-    def init(params: Any) -> MultiTransformState:
+    def init(params: Params) -> MultiTransformState:
         labels = labels_of(params, params)
         return MultiTransformState({k: t.init(_select(params, labels, lambda lab, k=k: lab == k))
                                     for k, t in transforms.items()})
 
-    def update(updates: Any, state: MultiTransformState, params: Any = None,
-               **extra_args: Any) -> tuple[Any, MultiTransformState]:  # fmt: skip
+    def update(updates: Updates, state: MultiTransformState, params: Params = None,
+               **extra_args: Any) -> tuple[Updates, MultiTransformState]:  # fmt: skip
         labels = labels_of(updates, updates)
         outs, new_states = {}, {}
         for k, t in transforms.items():
@@ -276,8 +279,8 @@ def multi_transform(transforms: Mapping[Hashable, GradientTransformation], param
 class EmaState(NamedTuple):
     """``ema``'s state: the step count and the (not debiased) moving average of the updates."""
 
-    count: Any
-    ema: Any
+    count: Array
+    ema: Updates
 
 
 def ema(decay: float, debias: bool = True) -> GradientTransformation:
@@ -296,10 +299,10 @@ def ema(decay: float, debias: bool = True) -> GradientTransformation:
     >>> opt.update(enp.array([2.0]), opt.init(enp.zeros(1)))[0].tolist()
     [1.0]
     """
-    def init(params: Any) -> EmaState:
+    def init(params: Params) -> EmaState:
         return EmaState(_zero_count(), _zeros(params))
 
-    def update(updates: Any, state: EmaState, params: Any = None) -> tuple[Any, EmaState]:
+    def update(updates: Updates, state: EmaState, params: Params = None) -> tuple[Updates, EmaState]:
         new_ema = tree_map(lambda u, m: ((1 - decay) * u + decay * m).astype(enp.asarray(u).dtype), updates, state.ema)
         count = state.count + 1
         out = new_ema
@@ -315,9 +318,9 @@ class AveragedParamsState(NamedTuple):
     parameter sets averaged so far, and their average (``averaged_params(state)`` reads it)."""
 
     inner_state: Any
-    count: Any
-    n_averaged: Any
-    average: Any
+    count: Array
+    n_averaged: Array
+    average: Params
 
 
 def _averaging(fn: str, inner: GradientTransformation, start: int, every: int,
@@ -325,12 +328,12 @@ def _averaging(fn: str, inner: GradientTransformation, start: int, every: int,
     if start < 0 or every < 1:
         raise InvalidArgumentError(f"optim.{fn}: need start >= 0 and every >= 1, got start={start}, every={every}")
 
-    def init(params: Any) -> AveragedParamsState:
+    def init(params: Params) -> AveragedParamsState:
         average = tree_map(lambda p: enp.array(p, copy=True), params)
         return AveragedParamsState(inner.init(params), _zero_count(), _zero_count(), average)
 
-    def update(updates: Any, state: AveragedParamsState, params: Any = None,
-               **extra_args: Any) -> tuple[Any, AveragedParamsState]:  # fmt: skip
+    def update(updates: Updates, state: AveragedParamsState, params: Params = None,
+               **extra_args: Any) -> tuple[Updates, AveragedParamsState]:  # fmt: skip
         _need_params(fn, params)
         updates, inner_state = inner.update(updates, state.inner_state, params, **_accepted(inner.update, extra_args))
         new_params = apply_updates(params, updates)
@@ -439,10 +442,10 @@ class MultiStepsState(NamedTuple):
     """``multi_steps``'s state: micro-steps since the last update, updates made, the inner state, the
     accumulated gradients."""
 
-    mini_step: Any
-    gradient_step: Any
+    mini_step: Array
+    gradient_step: Array
     inner_state: Any
-    acc_grads: Any
+    acc_grads: Updates
 
 
 def multi_steps(inner: GradientTransformation, every_k_schedule: int | Schedule,
@@ -467,11 +470,11 @@ def multi_steps(inner: GradientTransformation, every_k_schedule: int | Schedule,
     >>> u1.tolist(), u2.tolist()
     ([0.0], [-2.0])
     """
-    def init(params: Any) -> MultiStepsState:
+    def init(params: Params) -> MultiStepsState:
         return MultiStepsState(_zero_count(), _zero_count(), inner.init(params), _zeros(params))
 
-    def update(updates: Any, state: MultiStepsState, params: Any = None,
-               **extra_args: Any) -> tuple[Any, MultiStepsState]:  # fmt: skip
+    def update(updates: Updates, state: MultiStepsState, params: Params = None,
+               **extra_args: Any) -> tuple[Updates, MultiStepsState]:  # fmt: skip
         k = value_at(every_k_schedule, state.gradient_step)
         if use_grad_mean:
             acc = tree_map(lambda g, a: (a + (g - a) / (state.mini_step + 1.0)).astype(a.dtype), updates,
@@ -513,10 +516,10 @@ def zero_nans() -> GradientTransformation:
     >>> updates.tolist(), bool(state.found_nan)
     ([1.0, 0.0], True)
     """
-    def init(params: Any) -> ZeroNansState:
+    def init(params: Params) -> ZeroNansState:
         return ZeroNansState(tree_map(lambda p: enp.zeros((), dtype=bool), params))
 
-    def update(updates: Any, state: ZeroNansState, params: Any = None) -> tuple[Any, ZeroNansState]:
+    def update(updates: Updates, state: ZeroNansState, params: Params = None) -> tuple[Updates, ZeroNansState]:
         found = tree_map(lambda u: enp.any(enp.isnan(u)), updates)
         cleaned = tree_map(lambda u: enp.where(enp.isnan(u), enp.zeros_like(u), u), updates)
         return cleaned, ZeroNansState(found)
