@@ -20,6 +20,7 @@ from ember import (
 from ember.config import config
 from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
+from ember.core.transfer import default_device, device_put, devices
 from ember.io import load, load_bytes, save, save_bytes
 from ember.transforms import (
     ShapeDtypeStruct,
@@ -47,18 +48,6 @@ from ember.transforms import (
 )
 
 __version__ = "0.1.0"
-
-
-def devices(platform: str | None = None) -> list[Device]:
-    """The devices ember can place arrays on (the CPU; CUDA once its backend is present).
-
-    >>> ember.devices()
-    [cpu:0]
-    """
-    from ember.core.array import CPU
-
-    found = [CPU]
-    return [d for d in found if platform is None or d.platform == platform]
 
 
 # The public functions are boundaries: an error leaving one has ember's own frames dropped from its

@@ -37,6 +37,10 @@ class Config:
         which argument changed, from what to what.
       jit_cache_size: how many traces each jitted function keeps (least recently used go first).
       debug_nans: raise at the first primitive that produces a NaN, naming it.
+      num_cpu_devices: how many CPU devices ``ember.devices("cpu")`` lists (default 1, or
+        ``EMBER_NUM_CPU_DEVICES``): several let multi-device code run, and be tested, without a GPU.
+      default_device: where new arrays go: None (the first device of ``EMBER_PLATFORM``, else the CPU),
+        a `Device` or its name such as ``"cpu:1"`` (`ember.default_device` sets it for a block).
     """
 
     _defaults: dict[str, Any] = {
@@ -45,7 +49,10 @@ class Config:
         "explain_retrace": False,
         "jit_cache_size": 64,
         "debug_nans": False,
+        "num_cpu_devices": int(os.environ.get("EMBER_NUM_CPU_DEVICES", "1") or 1),
+        "default_device": None,
     }
+    _any_type = frozenset({"default_device"})  # checked by ember/core/devices.py's listener instead
 
     def __init__(self) -> None:
         # Options are plain instance attributes: reading one is on ember's hot paths.
@@ -69,11 +76,16 @@ class Config:
         if name not in self._defaults:
             raise AttributeError(f"ember.config has no option {name!r}; options: {sorted(self._defaults)}")
         expected = type(self._defaults[name])
-        if not isinstance(value, expected):
+        if name not in self._any_type and not isinstance(value, expected):
             raise TypeError(f"ember.config option {name!r} takes a {expected.__name__}, got {value!r}")
+        previous = self.__dict__[name]
         self.__dict__[name] = value
-        for listener in self._listeners:
-            listener(name, value)
+        try:
+            for listener in self._listeners:
+                listener(name, value)
+        except Exception:
+            self.__dict__[name] = previous  # a listener refused the value (e.g. a device that is not present)
+            raise
 
     def on_update(self, listener) -> None:
         """Call ``listener(name, value)`` after every `update` (used by caches)."""

@@ -19,6 +19,8 @@ __all__ = [
     "ConcretizationError",
     "DTypeError",
     "DeletedArrayError",
+    "DeviceError",
+    "DeviceMemoryError",
     "EmberError",
     "EmberIndexError",
     "EmberOverflowError",
@@ -98,3 +100,14 @@ class DeletedArrayError(EmberError, RuntimeError):
 class CheckpointError(EmberError, ValueError):
     """A checkpoint file cannot be read or written as asked: truncated, corrupt or crafted, naming an unknown
     type, or not matching the structure it is loaded into (a ``ValueError``). Loading never runs code from the file."""
+
+
+class DeviceError(EmberError, ValueError):
+    """An array is on the wrong device for what was asked: operands of one operation on two devices, a
+    device that is not present (or no longer is), or a platform whose backend is missing (a ``ValueError``,
+    as JAX's for incompatible devices). Nothing is copied between devices behind the user's back:
+    ``ember.device_put(x, device)`` moves an array."""
+
+
+class DeviceMemoryError(EmberError, MemoryError):
+    """A device ran out of memory for an allocation; the message names its shape and dtype (a ``MemoryError``)."""

@@ -371,7 +371,8 @@ def test_devices():
     assert all(isinstance(d, ember.Device) for d in devices)
     assert any(d.platform == "cpu" for d in devices)
     assert ember.devices("cpu") == [d for d in devices if d.platform == "cpu"]
-    assert ember.devices("no-such-platform") == []
+    with pytest.raises(ember.errors.DeviceError, match="unknown platform 'no-such-platform'"):
+        ember.devices("no-such-platform")
 
 
 def test_array_namespace():

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtypes
+from ember.core import devices as _devices
 from ember.core.abstract import ShapedArray
+from ember.core.devices import CPU, Device, Place
 from ember.errors import (
     DeletedArrayError,
     DTypeError,
@@ -22,29 +24,8 @@ from ember.errors import (
     ShapeError,
 )
 
-__all__ = ["CPU", "Array", "Device", "wrap"]
+__all__ = ["CPU", "Array", "Device", "Place", "wrap"]
 
-
-class Device:
-    """A place arrays live: ``cpu:0`` (NumPy) or, with the CUDA backend, ``cuda:N``."""
-
-    __slots__ = ("id", "platform")
-
-    def __init__(self, platform: str, id: int = 0):
-        self.platform = platform
-        self.id = id
-
-    def __repr__(self) -> str:
-        return f"{self.platform}:{self.id}"
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
-
-    def __hash__(self) -> int:
-        return hash((self.platform, self.id))
-
-
-CPU = Device("cpu", 0)
 
 _new = object.__new__
 
@@ -60,7 +41,7 @@ class Array:
     [2.0, 4.0, 6.0]
     """
 
-    __slots__ = ("_value", "_weak")
+    __slots__ = ("_place", "_value", "_weak")
     __array_priority__ = 100  # NumPy defers to our reflected operators
 
     # --- metadata (tracers override these with their abstract value) ---------
@@ -91,12 +72,34 @@ class Array:
 
     @property
     def device(self) -> Device:
-        return CPU
+        """The device this array lives on (see `ember.device_put`).
+
+        >>> enp.ones(2).device
+        CpuDevice(id=0)
+        """
+        return self._place.device
+
+    @property
+    def committed(self) -> bool:
+        """Whether the array was put on its device explicitly (``device_put``, ``device=``): operations
+        then run there, and mixing it with an array committed elsewhere raises `DeviceError`."""
+        return self._place.committed
 
     def devices(self) -> set[Device]:
+        """The devices holding this array (one: ember does not shard arrays).
+
+        >>> enp.ones(2).devices()
+        {CpuDevice(id=0)}
+        """
         return {self.device}
 
     def block_until_ready(self) -> Array:
+        """Wait until the array's value is computed (results on a GPU arrive asynchronously); return it.
+
+        >>> enp.ones(2).block_until_ready().tolist()
+        [1.0, 1.0]
+        """
+        self._place.backend.synchronize(self._value)
         return self
 
     def is_deleted(self) -> bool:
@@ -126,7 +129,9 @@ class Array:
     # --- conversion to Python / NumPy -----------------------------------------
 
     def _concrete(self, what: str) -> np.ndarray:
-        return self._value
+        """The value in host memory (a copy, for an array on a GPU)."""
+        value = self._value
+        return value if type(value) is np.ndarray else self._place.backend.to_host(value)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         value = self._concrete("numpy.asarray(x)")
@@ -252,18 +257,20 @@ class Array:
         )
 
     def __reduce__(self):
-        return (_rebuild, (np.asarray(self._value), self._weak))
+        return (_rebuild, (self._concrete("pickle"), self._weak))  # on the default device, as after a load
 
 
 def _rebuild(value: np.ndarray, weak: bool) -> Array:
     return wrap(value, weak)
 
 
-def wrap(value, weak: bool = False) -> Array:
-    """Wrap a backend buffer (already of an ember dtype) as an Array without copying."""
+def wrap(value, weak: bool = False, place: Place | None = None) -> Array:
+    """Wrap a backend buffer (already of an ember dtype) as an Array without copying, uncommitted on
+    the default device unless `place` says where it is."""
     out = _new(Array)
     out._value = value
     out._weak = weak
+    out._place = place or _devices.current.place
     return out
 
 

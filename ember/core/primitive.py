@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ember.backends import cpu as _cpu
+from ember.core import devices as _devices
 from ember.core.abstract import ShapedArray
 from ember.core.array import Array, wrap
 from ember.config import config
-from ember.errors import ConcretizationError, NaNError, TracerLeakError
+from ember.errors import ConcretizationError, DeviceError, NaNError, TracerLeakError
 
 __all__ = ["PRIMITIVES", "Primitive", "Trace", "Tracer", "custom_jvp_call", "custom_vjp_call", "new_trace", "push_trace",
            "trace_stack"]
@@ -91,30 +92,77 @@ class Primitive:
         return self._kernel
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]):
-        """Check shapes and dtypes, run the kernel on concrete values, wrap the result."""
-        out_aval = self._checked_aval(args, params)
-        out = (self._kernel or self.kernel())(*[x._value for x in args], **params)
+        """Check shapes, dtypes and devices, run the kernel on concrete values, wrap the result."""
+        out_aval, place, kernel, moves = self._checked(args, params)
+        values = [x._value for x in args] if moves is None else [m(x._value) for m, x in zip(moves, args)]
+        out = kernel(*values, **params)
         if self.multiple_results:
-            return [_wrap_checked(o, a) for o, a in zip(out, out_aval, strict=True)]
-        return _wrap_checked(out, out_aval)
+            return [_wrap_checked(o, a, place) for o, a in zip(out, out_aval, strict=True)]
+        return _wrap_checked(out, out_aval, place)
 
-
-    def _checked_aval(self, args: Sequence[Array], params: dict[str, Any]):
-        # Shape rules are pure functions of the operands' (shape, dtype, weak type) and the
-        # parameters, so eager mode remembers what they returned: a repeated call skips the
-        # rule's Python. Only successes are kept; unhashable parameters skip the cache.
+    def _checked(self, args: Sequence[Array], params: dict[str, Any]) -> tuple:
+        # Shape rules are pure functions of the operands' (shape, dtype, weak type) and the parameters,
+        # and where an operation runs is a function of its operands' places, so eager mode remembers
+        # both: a repeated call skips the rule's Python and the device checks. Only successes are kept;
+        # unhashable parameters skip the cache.
         try:
-            key = (self, *[(x._value.shape, x._value.dtype, x._weak) for x in args], *params.items())
-            return _EAGER_AVALS[key]
+            key = (self, *[(x._value.shape, x._value.dtype, x._weak, x._place) for x in args], *params.items())
+            if not args:  # a result made from nothing goes to the default device
+                key += (_devices.current.place,)
+            return _EAGER[key]
         except KeyError:
             pass
         except TypeError:
-            return self.abstract_eval(*[x.aval for x in args], **params)
-        out_aval = self.abstract_eval(*[x.aval for x in args], **params)
-        if len(_EAGER_AVALS) >= _EAGER_AVALS_MAX:
-            _EAGER_AVALS.clear()
-        _EAGER_AVALS[key] = out_aval
-        return out_aval
+            return (self.abstract_eval(*[x.aval for x in args], **params), *self._placement(args))
+        entry = (self.abstract_eval(*[x.aval for x in args], **params), *self._placement(args))
+        if len(_EAGER) >= _EAGER_MAX:
+            _EAGER.clear()
+        _EAGER[key] = entry
+        return entry
+
+    def _placement(self, args: Sequence[Array]) -> tuple:
+        """(result place, kernel, moves): the operands' device, that platform's kernel, and for each
+        operand the function bringing its buffer there (None when all are there already)."""
+        place = result_place(self.name, args)
+        backend = place.backend
+        kernel = self.kernel() if backend is _cpu else backend.kernel(self.name)
+        if all(_shares_memory(x._place, place) for x in args):
+            return place, kernel, None
+        return place, kernel, [_mover(x._place, place) for x in args]
+
+
+def result_place(name: str, args: Sequence[Array]) -> Any:
+    """Where an operation on `args` runs and leaves its result: the device its committed operands are
+    on (committed there too), else the first operand's, else the default device's. Operands committed
+    to two devices, or a device no longer present, raise `DeviceError` naming operation `name`."""
+    place = _devices.current.place
+    for x in args:
+        if x._place.committed:
+            if place.committed and x._place is not place:
+                raise _mixed_devices(name, args)
+            place = x._place
+    if not place.committed and args:
+        place = args[0]._place
+    _devices.check_present(place.device, name)
+    return place
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    return a.device == b.device or a.backend is b.backend is _cpu  # CPU devices share host memory
+
+
+def _mover(source: Any, target: Any) -> Callable[[Any], Any]:
+    """How an uncommitted operand's buffer joins an operation on another device (through the host)."""
+    if _shares_memory(source, target):
+        return lambda buffer: buffer
+    return lambda buffer: target.backend.from_host(source.backend.to_host(buffer), target.device.id)
+
+
+def _mixed_devices(name: str, args: Sequence[Array]) -> DeviceError:
+    committed = [f"operand {i} ({x.dtype}{list(x.shape)}) on {x._place.device}" for i, x in enumerate(args)
+                 if x._place.committed]  # fmt: skip
+    return DeviceError(f"{name}: the operands are committed to different devices: {', '.join(committed)}; "
+                       "move them to one device first with ember.device_put(x, device)")
 
 
 def _bind_checking_nans(self: Primitive, *args: Any, **params: Any):
@@ -146,18 +194,26 @@ def _set_debug_nans(name: str, value: Any) -> None:
 config.on_update(_set_debug_nans)
 _set_debug_nans("debug_nans", config.debug_nans)
 
-_EAGER_AVALS: dict[tuple, Any] = {}
-_EAGER_AVALS_MAX = 8192
+_EAGER: dict[tuple, tuple] = {}  # (self, operands' metadata, params) -> (aval, place, kernel, moves)
+_EAGER_MAX = 8192
 
 
-def _wrap_checked(value, aval: ShapedArray) -> Array:
+def _clear_eager(name: str, value: Any) -> None:
+    if name in ("num_cpu_devices", "default_device"):  # a device may have gone: check places again
+        _EAGER.clear()
+
+
+config.on_update(_clear_eager)
+
+
+def _wrap_checked(value, aval: ShapedArray, place: Any) -> Array:
     # Kernels may hand back NumPy scalars or another dtype (NumPy promotes
     # differently from JAX); the abstract value is the contract.
-    if type(value) is not _cpu.ndarray or value.dtype != aval.dtype:
-        value = _cpu.xp.asarray(value, dtype=aval.dtype)
+    if type(value) is not place.ndarray or value.dtype != aval.dtype:
+        value = place.backend.xp.asarray(value, dtype=aval.dtype)
     if value.shape != aval.shape:
         raise AssertionError(f"internal error: kernel returned shape {value.shape}, the shape rule says {aval.shape}")
-    return wrap(value, aval.weak_type)
+    return wrap(value, aval.weak_type, place)
 
 
 # --- traces -------------------------------------------------------------------
@@ -229,6 +285,11 @@ class Tracer(Array):
     @property
     def weak_type(self):
         return self.aval.weak_type
+
+    @property
+    def _place(self):
+        # A traced value has no buffer; it stands for one on the device the transform runs on.
+        return _devices.current.place
 
     @property
     def _value(self):

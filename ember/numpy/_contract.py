@@ -70,7 +70,8 @@ def _matmul_fast(x1: Array, x2: Array) -> Array | None:
     # transforms compute (np.matmul on a stack rounds differently from np.dot's one product).
     # None: take the general path (promotion, broadcast batches, vectors against stacks, outer products).
     x, y = x1._value, x2._value
-    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype is not y.dtype or x.dtype not in _MATMUL_FAST:
+    if (type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype is not y.dtype or x.dtype not in _MATMUL_FAST
+            or x1._place is not x2._place or x1._place.committed):
         return None
     if x.ndim == 0 or y.ndim == 0 or x.shape[-1] != y.shape[max(y.ndim - 2, 0)]:
         return None
@@ -86,7 +87,7 @@ def _matmul_fast(x1: Array, x2: Array) -> Array | None:
         out = out.reshape(batch + (m, n))
     else:
         return None
-    return wrap(np.asarray(out), x1._weak and x2._weak)
+    return wrap(np.asarray(out), x1._weak and x2._weak, x1._place)
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:

@@ -54,7 +54,7 @@ def _operator(fn, prim=None):
     """`a OP b` and `b OP a` for the ember.numpy function `fn` (primitive `prim` for the fast lane)."""
     fast = prim._fast if prim is not None else {}
 
-    def run_fast(self, x, y, weak):
+    def run_fast(self, x, y, weak):  # (self's place is the result's: callers check the other's is the same)
         # The kernel on raw buffers; None when anything is unusual (then `fn` decides).
         try:
             out = (prim._kernel or prim.kernel())(x, y)
@@ -64,6 +64,7 @@ def _operator(fn, prim=None):
             result = _new(Array)
             result._value = out
             result._weak = prim.keeps_weak and weak
+            result._place = self._place
             return result
         return None
 
@@ -72,11 +73,12 @@ def _operator(fn, prim=None):
         # Python overhead: two concrete CPU arrays of one dtype the primitive
         # accepts, or one such array and a Python float (or small int) on a
         # float array, which NumPy 2 treats as weakly typed, as JAX does.
-        if type(self) is Array and prim is not None:
+        if type(self) is Array and prim is not None and not self._place.committed:  # (committed: checked path)
             x = self._value
             if type(other) is Array:
                 y = other._value
-                if y.dtype is x.dtype and x.dtype in fast and type(x) is _ndarray and type(y) is _ndarray:
+                if (y.dtype is x.dtype and x.dtype in fast and type(x) is _ndarray and type(y) is _ndarray
+                        and self._place is other._place):
                     out = run_fast(self, x, y, self._weak and other._weak)
                     if out is not None:
                         return out
@@ -93,7 +95,8 @@ def _operator(fn, prim=None):
             raise
 
     def reflected(self, other):
-        if type(self) is Array and prim is not None and _scalar_keeps_dtype(other, self._value) and self._value.dtype in fast:
+        if (type(self) is Array and prim is not None and not self._place.committed
+                and _scalar_keeps_dtype(other, self._value) and self._value.dtype in fast):
             out = run_fast(self, self._value.dtype.type(other), self._value, self._weak)
             if out is not None:
                 return out
@@ -157,7 +160,7 @@ _BASIC_ITEM = (int, slice, type(None), type(Ellipsis))
 def _getitem(self, index):
     # Fast lane: basic indexing (ints, slices of ints, None, ...) of a concrete CPU array is a
     # NumPy view; views of ember's buffers are safe because no one writes to them.
-    if type(self) is Array and type(self._value) is _ndarray:
+    if type(self) is Array and type(self._value) is _ndarray and not self._place.committed:
         kind = type(index)
         if kind is int or kind is slice or (kind is tuple and all(type(i) in _BASIC_ITEM for i in index)):
             if _plain_slices(index if kind is tuple else (index,)):
@@ -169,6 +172,7 @@ def _getitem(self, index):
                     result = _new(Array)
                     result._value = out if type(out) is _ndarray else np.asarray(out)
                     result._weak = self._weak
+                    result._place = self._place
                     return result
     try:
         return _indexing.getitem(self, index)

@@ -58,14 +58,15 @@ def reshape(a: ArrayLike, shape: int | Sequence[int] = None, order: str = "C", *
         return ew.copy_p.bind(reshape(a, shape, order, newshape=newshape))
     if shape is None:
         shape = newshape
-    if type(a) is Array and type(a._value) is np.ndarray and order == "C" and type(shape) is tuple:
+    if (type(a) is Array and type(a._value) is np.ndarray and not a._place.committed and order == "C"
+            and type(shape) is tuple):
         # Fast lane for a concrete CPU array: NumPy's reshape is a view; ember's checks explain failures.
         try:
             out = a._value.reshape(shape) if all(type(d) is int and d >= -1 for d in shape) else None
         except ValueError:
             out = None
         if out is not None:
-            return wrap(out, a._weak)
+            return wrap(out, a._weak, a._place)
     x = asarray(a)
     if order not in ("C", "F"):
         raise InvalidArgumentError(f"reshape: order must be 'C' or 'F', got {order!r}")

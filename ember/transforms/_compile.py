@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.backends import cpu
+from ember.backends import Backend, cpu
 from ember.backends.codegen import Compiled, compile_program
-from ember.core.primitive import Primitive
+from ember.core.devices import Place
+from ember.core.primitive import Primitive, _shares_memory
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p
 
-__all__ = ["compiled_sub", "raw_impls", "raw_kernel"]
+__all__ = ["compiled_for", "compiled_sub", "on_place", "raw_impls", "raw_kernel"]
 
 # ``raw_impls[prim](*buffers, **params) -> output buffer(s)``, filled by the modules defining `prim`.
 raw_impls: dict[Primitive, Callable[..., Any]] = {}
@@ -43,3 +44,24 @@ def compiled_sub(sub: SubProgram) -> Compiled:
     if sub.compiled is None:
         sub.compiled = compile_program(sub.program, raw_kernel, sub.name)
     return sub.compiled
+
+
+def compiled_for(sub: SubProgram, backend: Backend, donated: tuple[int, ...] = ()) -> Compiled:
+    """`sub` compiled by `backend` (the CPU's generated NumPy, or a GPU backend's own compiler), writing
+    into the buffers of the inputs at `donated`; kept on `sub`."""
+    if backend is cpu and not donated:
+        return compiled_sub(sub)
+    key = ("compiled", backend.platform, donated)
+    if key not in sub.derived:
+        if backend is cpu:
+            sub.derived[key] = compile_program(sub.program, raw_kernel, sub.name, donated)
+        else:
+            sub.derived[key] = backend.compile(sub.program, raw_impls, sub.name, donated)
+    return sub.derived[key]
+
+
+def on_place(x: Any, place: Place) -> Any:
+    """The buffer of concrete Array `x` on `place`'s device (moved through the host if it is elsewhere)."""
+    if _shares_memory(x._place, place):
+        return x._value
+    return place.backend.from_host(x._place.backend.to_host(x._value), place.device.id)

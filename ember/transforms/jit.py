@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ember._traceback import api_boundary, filter_error
-from ember.backends.codegen import Compiled, compile_program
+from ember.backends.codegen import Compiled
 from ember.config import config
 from ember.core import dtypes, passes
 from ember.core.abstract import ShapedArray
@@ -36,12 +36,14 @@ from ember.core.ad import Zero
 from ember.core.array import Array, from_host, wrap
 from ember.core.batching import axis_rules
 from ember.core.ir import Program
-from ember.core.primitive import Primitive, Tracer, _state, find_top_trace, has_nan
+from ember.core import devices as _devices
+from ember.core.devices import Place
+from ember.core.primitive import Primitive, Tracer, _shares_memory, _state, find_top_trace, has_nan, result_place
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_unflatten
 from ember.core.staging import SubProgram, stage
 from ember.errors import ArgumentTypeError, InvalidArgumentError
 from ember.transforms._args import is_array_like, not_an_array
-from ember.transforms._compile import compiled_sub, raw_impls, raw_kernel
+from ember.transforms._compile import compiled_for, on_place, raw_impls, raw_kernel
 from ember.transforms._programs import linearize_program
 from ember.transforms.vmap import BatchTracer, vmap
 
@@ -151,6 +153,7 @@ class _Signature(NamedTuple):
     avals: tuple[tuple, ...]  # (shape, dtype, weak_type) per leaf
     statics: tuple
     x64: bool
+    place: Place  # where the call runs: its committed arguments' device, else the default device
 
 
 # --- the call primitive ------------------------------------------------------------------------------
@@ -160,7 +163,7 @@ class _JitCall(Primitive):
     """``jit_call[program](*consts, *args)``: a jitted function called under another transform."""
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
-        return _run_compiled(params["sub"], args)
+        return _run_compiled(params["sub"], args, result_place("jit", args))
 
 
 jit_call_p = _JitCall("jit_call", multiple_results=True)
@@ -221,27 +224,29 @@ axis_rules[jit_call_p] = _jit_call_batch
 # --- compilation -------------------------------------------------------------------------------------
 
 
-def _run_compiled(sub: SubProgram, args: Sequence[Array]) -> list[Array]:
-    """Run the compiled program on constants-then-inputs; with ``debug_nans`` on, a NaN in the outputs
-    runs the program again equation by equation, so that the primitive that made it raises."""
-    outs = _wrap_outputs(compiled_sub(sub)(*[x._value for x in args]), [v.aval for v in sub.program.outvars])
+def _run_compiled(sub: SubProgram, args: Sequence[Array], place: Place) -> list[Array]:
+    """Run the program compiled for `place` on constants-then-inputs; with ``debug_nans`` on, a NaN in the
+    outputs runs the program again equation by equation, so that the primitive that made it raises."""
+    fn = compiled_for(sub, place.backend)
+    outs = _wrap_outputs(fn(*[on_place(x, place) for x in args]), [v.aval for v in sub.program.outvars], place)
     if config.debug_nans and any(has_nan(o) for o in outs) and not any(has_nan(x) for x in args):
         sub(*args)
     return outs
 
 
-def _wrap_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Array]:
+def _wrap_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray], place: Place) -> list[Array]:
     # Kernels may return NumPy scalars for 0-d results; the program's avals are the contract.
-    return [wrap(v if type(v) is np.ndarray and v.dtype == a.dtype else np.asarray(v, dtype=a.dtype), a.weak_type)
+    ndarray, xp = place.ndarray, place.backend.xp
+    return [wrap(v if type(v) is ndarray and v.dtype == a.dtype else xp.asarray(v, dtype=a.dtype), a.weak_type, place)
             for v, a in zip(outs, avals)]  # fmt: skip
 
 
 class _Entry:
     """One cached trace: the optimized program, its constants, and the compiled code."""
 
-    __slots__ = ("const_buffers", "consts", "fn", "out_avals", "out_tree", "program", "single", "sub")
+    __slots__ = ("const_buffers", "consts", "fn", "out_avals", "out_tree", "place", "program", "single", "sub")
 
-    def __init__(self, program: Program, consts: list[Any], out_tree: Any, name: str):
+    def __init__(self, program: Program, consts: list[Any], out_tree: Any, name: str, place: Place):
         program, consts = passes.optimize(program, consts)
         self.program = program
         self.consts = consts
@@ -249,19 +254,20 @@ class _Entry:
         self.out_avals = [v.aval for v in program.outvars]
         self.sub = SubProgram(program, name)
         self.single = out_tree.num_leaves == 1 and out_tree.num_nodes == 1  # the output is one array
+        self.place = place
         concrete = not any(isinstance(c, Tracer) for c in consts)
-        self.const_buffers = [c._value for c in consts] if concrete else None
+        self.const_buffers = [on_place(c, place) for c in consts] if concrete else None
         self.fn = self.compiled.fn
 
     @property
     def compiled(self) -> Compiled:
-        return compiled_sub(self.sub)
+        return compiled_for(self.sub, self.place.backend)
 
     def donating(self, donated: tuple[int, ...]) -> Compiled:
         """The program compiled to write results into the buffers of the inputs at `donated`."""
         key = ("donate", donated)
         if key not in self.sub.derived:
-            self.sub.derived[key] = compile_program(self.program, raw_kernel, self.sub.name, donated)
+            self.sub.derived[key] = compiled_for(self.sub, self.place.backend, donated)
         return self.sub.derived[key]
 
     def run_donating(self, leaves: Sequence[Array], donated: tuple[int, ...]) -> list[Array]:
@@ -276,14 +282,15 @@ class _Entry:
         for i in donated:
             if not leaves[i].is_deleted():  # (an array passed twice)
                 del leaves[i]._value
-        return _wrap_outputs(outs, self.out_avals)
+        return _wrap_outputs(outs, self.out_avals, self.place)
 
     def run(self, leaves: Sequence[Array]) -> list[Array]:
         """The outputs for the arguments' leaves, compiled when nothing is traced, else by binding."""
         if self.const_buffers is not None and (not _state.stack or find_top_trace(leaves, _state.stack) is None):
             if config.debug_nans:
-                return _run_compiled(self.sub, [*self.consts, *leaves])
-            return _wrap_outputs(self.fn(*self.const_buffers, *[x._value for x in leaves]), self.out_avals)
+                return _run_compiled(self.sub, [*self.consts, *leaves], self.place)
+            buffers = [on_place(x, self.place) for x in leaves]
+            return _wrap_outputs(self.fn(*self.const_buffers, *buffers), self.out_avals, self.place)
         return jit_call_p.bind(*self.consts, *leaves, sub=self.sub)
 
 
@@ -379,7 +386,8 @@ class Jitted:
         for i, x in enumerate(leaves):
             arrays.append(x if isinstance(x, Array) else _as_array(x, self._leaf_path(args, kwargs, i), self._name))
         avals = tuple((x.shape, x.dtype, x.weak_type) for x in arrays)
-        return _Signature(tree, avals, statics, config.enable_x64), arrays, args, kwargs
+        place = result_place(self._name, [x for x in arrays if not isinstance(x, Tracer)])
+        return _Signature(tree, avals, statics, config.enable_x64, place), arrays, args, kwargs
 
     def _paths(self, args: tuple, kwargs: dict) -> list[str]:
         """Each dynamic leaf's path, like ``argument x['w'][0]`` (computed only when tracing)."""
@@ -423,7 +431,7 @@ class Jitted:
     def _trace(self, sig: _Signature, args: tuple, kwargs: dict) -> _Entry:
         closed = self._stage(sig, args, kwargs, "jit")
         self.trace_count += 1
-        return _Entry(closed.program, closed.consts, closed.out_tree, _fun_name(self.fun))
+        return _Entry(closed.program, closed.consts, closed.out_tree, _fun_name(self.fun), sig.place)
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[_Entry, list[Array], _Signature]:
         sig, arrays, args, kwargs = self._flatten(args, kwargs)
@@ -468,23 +476,26 @@ class Jitted:
             # The fast lane: positional Array arguments, no transform active. The key is what the
             # signature would be (a flat tuple of leaves has one pytree structure per length).
             if not kwargs and not _state.stack and not self.donate_argnums:
-                key: list[Any] = [config.enable_x64]
+                key: list[Any] = [config.enable_x64, _devices.current.place]
                 for x in args:
                     if type(x) is not Array:
                         break
-                    key.append((x._value.shape, x._value.dtype, x._weak))
+                    key.append((x._value.shape, x._value.dtype, x._weak, x._place))
                 else:
                     hit = self._fast.get(tuple(key))
                     if hit is not None and not (config.disable_jit or config.debug_nans):
                         entry, sig = hit
                         self._cache.move_to_end(sig)
-                        outs = _wrap_outputs(entry.fn(*entry.const_buffers, *[x._value for x in args]), entry.out_avals)
+                        outs = _wrap_outputs(entry.fn(*entry.const_buffers, *[x._value for x in args]), entry.out_avals,
+                                             entry.place)
                         return outs[0] if entry.single else tree_unflatten(entry.out_tree, outs)
             if config.disable_jit:
                 return self.fun(*args, **kwargs)
             entry, arrays, sig = self._lookup(args, kwargs)
             if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
-                self._fast[(sig.x64, *sig.avals)] = (entry, sig)
+                if all(_shares_memory(x._place, sig.place) for x in args):  # (else run() moves them)
+                    self._fast[(sig.x64, _devices.current.place, *[(*a, x._place) for a, x in zip(sig.avals, args)])] = (
+                        entry, sig)
             donated = self._donated_leaves(args) if self.donate_argnums else ()
             if donated and entry.const_buffers is not None and not _state.stack and not config.debug_nans:
                 # Not under a transform (as in JAX), nor with debug_nans on (it may run the program again).

@@ -156,9 +156,10 @@ class Elementwise(Primitive):
         # Fast lane: concrete operands of one allowed dtype, no parameters;
         # NumPy broadcasts. Anything unusual takes the checked path below.
         if not params and len(args) <= 2:
-            first = args[0]._value
+            first, place = args[0]._value, args[0]._place
             out_dtype = self._fast.get(first.dtype)
-            if out_dtype is not None:
+            if (out_dtype is not None and type(first) is np.ndarray and not place.committed
+                    and (len(args) == 1 or args[1]._place is place)):
                 kernel = self._kernel or self.kernel()
                 if len(args) == 1:
                     out = kernel(first)
@@ -174,5 +175,5 @@ class Elementwise(Primitive):
                 if type(out) is not np.ndarray:  # NumPy returns scalars for 0-d operands
                     out = np.asarray(out)
                 if out.dtype is out_dtype:
-                    return wrap(out, self.keeps_weak and weak)
+                    return wrap(out, self.keeps_weak and weak, place)
         return Primitive.eager(self, args, params)

@@ -1,0 +1,90 @@
+"""Moving arrays between devices: `device_put`, and `default_device` for a block.
+
+>>> x = ember.device_put(enp.arange(3.0), ember.devices()[0])
+>>> x.device, x.committed
+(CpuDevice(id=0), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.config import config
+from ember.core import devices as _devices
+from ember.core.array import Array, from_host, wrap
+from ember.core.devices import Device, Place
+from ember.core.primitive import Tracer
+from ember.core.pytree import tree_map
+
+__all__ = ["default_device", "device_put", "devices"]
+
+_UNSET = object()
+
+
+def devices(platform: str | None = None) -> list[Device]:
+    """The devices ember can place arrays on: the CPU devices (``config.num_cpu_devices`` of them,
+    ``EMBER_NUM_CPU_DEVICES``), then the GPUs CuPy finds; `platform` (``"cpu"`` or ``"cuda"``) picks one kind.
+
+    >>> ember.devices("cpu")
+    [CpuDevice(id=0)]
+    """
+    return _devices.all_devices(platform)
+
+
+def device_put(x: Any, device: Device | str | None = None) -> Any:
+    """`x` (an array, a NumPy array, a Python value or a pytree of them) on `device`, committed there:
+    operations on it run on that device, and their results stay there. Without `device`, the default
+    device, uncommitted. Moving between two CPU devices copies nothing (they share host memory);
+    between the host and a GPU it copies. Under a transform, a traced value is returned as it is.
+
+    >>> y = ember.device_put({"w": enp.asarray([1.0, 2.0])}, "cpu:0")["w"]
+    >>> y.device, y.committed, y.tolist()
+    (CpuDevice(id=0), True, [1.0, 2.0])
+    """
+    place = _devices.current.place if device is None else _devices.place_of(_devices.resolve(device, "device_put"), True)
+    return tree_map(lambda leaf: _put(leaf, place), x)
+
+
+def _put(x: Any, place: Place) -> Any:
+    if isinstance(x, Tracer):
+        return x
+    if not isinstance(x, Array):
+        x = from_host(x, "device_put")
+    if x._place is place:
+        return x
+    source, target = x._place.backend, place.backend
+    value = x._value
+    if x._place.device != place.device and not (source is target is _devices.backends.cpu):
+        value = target.from_host(source.to_host(value), place.device.id)  # CPU devices share host memory
+    return wrap(value, x._weak, place)
+
+
+class _DefaultDeviceBlock:
+    """``with ember.default_device(d):`` — new arrays go to `d` inside the block (uncommitted)."""
+
+    def __init__(self, device: Device | str | None):
+        self._device = None if device is None else _devices.resolve(device, "ember.default_device")
+        self._stack: list[Any] = []
+
+    def __enter__(self) -> Device:
+        self._stack.append(config.default_device)
+        config.update("default_device", self._device)
+        return _devices.default_device()
+
+    def __exit__(self, *exc: Any) -> None:
+        config.update("default_device", self._stack.pop())
+
+
+def default_device(device: Any = _UNSET) -> Any:
+    """With no argument, the device new arrays go to; with one, a context manager making `device`
+    (a `Device` or a name such as ``"cuda:0"``; None for the platform's first) the default inside its block.
+
+    >>> ember.default_device()
+    CpuDevice(id=0)
+    >>> with ember.default_device("cpu:0"):
+    ...     enp.zeros(2).device
+    CpuDevice(id=0)
+    """
+    if device is _UNSET:
+        return _devices.default_device()
+    return _DefaultDeviceBlock(device)
