@@ -4,6 +4,14 @@ Times every selected workload's implementations (NumPy baseline, ember, and
 torch / jax when importable) interleaved in one run and prints, per workload,
 the median per-call time of each and its ratio to NumPy:
 ``median of per-round ratios (ratio of minima)``. Lower is better.
+
+On the GPU machine (Python with CuPy, JAX-CUDA and PyTorch-CUDA), from the
+repository root, the issue's GPU rows with every library on the GPU:
+
+    PYTHONPATH=. python -m benchmarks.run --suite gpu --device cuda --impls ember,ember_jit,torch,jax --out $OUT/gpu.md
+
+(NumPy still computes each row's reference on the host, to check every
+result, but is not timed unless ``--impls`` names it; ratios are then to JAX.)
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchmarks.registry import BASELINE, IMPLEMENTATIONS, Env, Workload, load_all, to_numpy
+from benchmarks.registry import BASELINE, IMPLEMENTATIONS, Env, Workload, load_all, parse_device, to_numpy
 from benchmarks.timing import paired_ratios, time_interleaved
 
 FULL = {"rounds": 9, "target_s": 0.030}
 QUICK = {"rounds": 3, "target_s": 0.005}
+#: A workload with this tag runs only when selected by name, family or suite (too big for a default CPU run).
+LARGE = "large"
 
 
 @dataclass
@@ -43,6 +53,11 @@ class Row:
     check: dict[str, str] = field(default_factory=dict)
     overhead_s: float = 0.0
     error: str | None = None  # setup failed
+    #: what the ratios are to ("numpy", or "jax" when NumPy is not timed)
+    reference: str = BASELINE
+    #: bytes a call reads and writes at least, and impl -> those bytes / median time in GB/s
+    bytes_moved: int | None = None
+    gbps: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -51,16 +66,20 @@ class Row:
 # --------------------------------------------------------------------------- selection
 
 
-def select(patterns: Iterable[str] | None, registry: dict[str, Workload] | None = None) -> list[Workload]:
-    """Workloads matching any pattern: an exact name, a family, or a glob on names (``eager_*``)."""
+def select(patterns: Iterable[str] | None, registry: dict[str, Workload] | None = None,
+           suite: str | None = None) -> list[Workload]:
+    """Workloads matching any pattern: an exact name, a family, or a glob on names (``eager_*``); with `suite`,
+    only those tagged with it. With neither, every workload but those tagged ``large``."""
     registry = load_all() if registry is None else registry
     pats = [p for arg in (patterns or []) for p in arg.split(",") if p]
+    pool = [w for w in registry.values() if suite is None or suite in w.tags]
     if not pats:
-        return list(registry.values())
+        return pool if suite is not None else [w for w in pool if LARGE not in w.tags]
+
     def hit(w: Workload, p: str) -> bool:
         return p == w.name or p == w.family or fnmatch.fnmatchcase(w.name, p)
 
-    return [w for w in registry.values() if any(hit(w, p) for p in pats)]
+    return [w for w in pool if any(hit(w, p) for p in pats)]
 
 
 # --------------------------------------------------------------------------- correctness
@@ -87,9 +106,14 @@ def compare(expected: Any, got: Any, *, rtol: float, atol: float, check_dtype: b
         return f"shape {g.shape} != {e.shape}"
     if check_dtype and e.dtype != g.dtype:
         return f"dtype {g.dtype} != {e.dtype}"
-    if not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True):
-        err = np.max(np.abs(g.astype(np.float64) - e.astype(np.float64))) if e.size else 0.0
-        return f"values differ (max abs err {err:.3g})"
+    # in slices, so that a result of gigabytes (per-example gradients of a large MLP) is checked without
+    # several temporaries of its size
+    e, g, step = e.reshape(-1), g.reshape(-1), 1 << 22
+    for i in range(0, e.size, step):
+        if not np.allclose(g[i:i + step], e[i:i + step], rtol=rtol, atol=atol, equal_nan=True):
+            err = max(float(np.max(np.abs(g[j:j + step].astype(np.float64) - e[j:j + step].astype(np.float64))))
+                      for j in range(0, e.size, step))  # fmt: skip
+            return f"values differ (max abs err {err:.3g})"
     return None
 
 
@@ -104,28 +128,48 @@ def outputs(impls: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_impls(w: Workload, impls: dict[str, Any]) -> dict[str, str]:
-    res = outputs(impls)
-    base = res.get(BASELINE)
+def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> dict[str, str]:
+    """impl -> "ok" | "mismatch: why" | "error: what it raised": each result against NumPy's, and (with `env`)
+    on the run's device. One result at a time besides NumPy's, so large ones are not all held at once."""
     report: dict[str, str] = {}
-    for name, val in res.items():
-        if isinstance(val, Exception):
-            report[name] = f"error: {type(val).__name__}: {val}".splitlines()[0][:200]
-        elif name == BASELINE or isinstance(base, Exception):
+
+    def result(name: str) -> Any:
+        try:
+            raw = impls[name]()
+            where = None if env is None else env.misplaced(name, raw)
+            return to_numpy(raw), where
+        except Exception as e:  # noqa: BLE001  (reported, not fatal)
+            report[name] = f"error: {type(e).__name__}: {e}".splitlines()[0][:200]
+            return None, None
+
+    base, _ = result(BASELINE) if BASELINE in impls else (None, None)
+    for name in impls:
+        if name == BASELINE:
+            report.setdefault(name, "ok")
+            continue
+        val, where = result(name)
+        if name in report:
+            continue
+        if where is not None:
+            report[name] = f"mismatch: {where}"
+        elif BASELINE not in impls or BASELINE in report and report[BASELINE] != "ok":
             report[name] = "ok"
         else:
             # peers may pick other dtypes for scalars etc.; ember must match NumPy exactly
             msg = compare(base, val, rtol=w.rtol, atol=w.atol, check_dtype=(name == "ember"))
             report[name] = "ok" if msg is None else f"mismatch: {msg}"
-    return report
+        del val
+    return {name: report[name] for name in impls}
 
 
 # --------------------------------------------------------------------------- running
 
 
 def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtract_overhead: bool = True,
-                 check: bool = True) -> Row:
-    row = Row(name=w.name, family=w.family, description=w.description, target=w.target)
+                 check: bool = True, timed: Iterable[str] | None = None, reference: str = BASELINE) -> Row:
+    """Check and time one workload. `timed`: the implementations to time (default: every one built; NumPy is
+    built regardless, as the reference of the check); ratios are to `reference`."""
+    row = Row(name=w.name, family=w.family, description=w.description, target=w.target, reference=reference)
     try:
         impls = dict(w.setup(env))
     except Exception as e:  # noqa: BLE001
@@ -139,56 +183,106 @@ def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtrac
     if BASELINE not in impls:
         row.error = f"workload has no {BASELINE!r} implementation"
         return row
+    # on a device, a timed call waits for the work it started (ember, torch and JAX return before it is done)
+    impls = {k: _synced(env, k, f) if env.needs_sync(k) else f for k, f in impls.items()}
     if check:
-        row.check = check_impls(w, impls)
+        row.check = check_impls(w, impls, env)
     # an implementation that raises is reported, not timed
-    timed = {k: f for k, f in impls.items() if not row.check.get(k, "ok").startswith("error")}
-    timings, row.overhead_s = time_interleaved(timed, rounds=rounds, target_s=target_s,
+    wanted = set(impls if timed is None else timed)
+    timed_impls = {k: f for k, f in impls.items() if k in wanted and not row.check.get(k, "ok").startswith("error")}
+    timings, row.overhead_s = time_interleaved(timed_impls, rounds=rounds, target_s=target_s,
                                                subtract_overhead=subtract_overhead)
-    base = timings.get(BASELINE)
+    base = timings.get(reference)
     for name, t in timings.items():
         row.times[name] = {"median": t.median, "min": t.min, "n": t.n, "rounds": t.per_call}
-        if base is not None and name != BASELINE:
+        if base is not None and name != reference:
             row.ratios[name] = {"median": statistics.median(paired_ratios(t, base)), "min": t.min / base.min}
+    if w.bytes_moved is not None:
+        row.bytes_moved = int(w.bytes_moved(env))
+        row.gbps = {name: row.bytes_moved / t["median"] / 1e9 for name, t in row.times.items()}
     return row
+
+
+def _synced(env: Env, impl: str, f: Any) -> Any:
+    return lambda: env.sync(impl, f())
+
+
+def _release(env: Env) -> None:
+    """Give the GPU memory a finished workload held back to the device, so the next one (another library's
+    allocator) finds it free: CuPy's pool (ember) and torch's cache; JAX frees arrays when they are dropped."""
+    if env.platform != "cuda":
+        return
+    import gc
+
+    gc.collect()
+    if "cupy" in sys.modules:
+        sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
+    if env._mods.get("torch") is not None:
+        env._mods["torch"].cuda.empty_cache()
+
+
+def default_reference(timed: Iterable[str]) -> str | None:
+    """What the ratios are to: NumPy when it is timed, else JAX (the GPU targets are against JAX-on-GPU)."""
+    timed = list(timed)
+    return BASELINE if BASELINE in timed else "jax" if "jax" in timed else None
 
 
 def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: Iterable[str] | None = None,
         rounds: int | None = None, target_ms: float | None = None, subtract_overhead: bool = True,
-        check: bool = True, json_path: str | None = None, out: TextIO | None | str = "stdout") -> list[Row]:
-    """Run the selected workloads, print the table to ``out`` (default stdout; None: silent), return the rows."""
+        check: bool = True, json_path: str | None = None, out: TextIO | None | str = "stdout",
+        device: str = "cpu", suite: str | None = None, smoke: bool = False, reference: str | None = None,
+        markdown_path: str | None = None) -> list[Row]:
+    """Run the selected workloads, print the table to ``out`` (default stdout; None: silent), return the rows.
+
+    `impls` are the implementations timed (NumPy is always run, as the reference of the output check);
+    `device` places every library but NumPy (see `Env`); `reference` is what the ratios are to."""
     if out == "stdout":
         out = sys.stdout
     cfg = dict(QUICK if quick else FULL)
+    if smoke:
+        cfg = {"rounds": 1, "target_s": 0.0005}
     if rounds is not None:
         cfg["rounds"] = rounds
     if target_ms is not None:
         cfg["target_s"] = target_ms / 1e3
-    env = Env(tuple(impls) if impls is not None else None)
-    workloads = select(patterns)
+    timed = tuple(impls) if impls is not None else tuple(IMPLEMENTATIONS)
+    env = Env(tuple(dict.fromkeys((BASELINE, *timed))), device=device, smoke=smoke)
+    workloads = select(patterns, suite=suite)
     # import the optional peers up front so the columns are known before the first row
-    present = [i for i in IMPLEMENTATIONS if env.available(i)]
+    present = [i for i in IMPLEMENTATIONS if i in timed and env.available(i)]
+    reference = reference if reference is not None else default_reference(present)
     meta = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "versions": env.versions(),
-        "missing": dict(env.missing),
+        "missing": {k: v for k, v in env.missing.items() if k in timed},
         "quick": quick,
+        "smoke": smoke,
         "rounds": cfg["rounds"],
         "target_ms": cfg["target_s"] * 1e3,
         "subtract_overhead": subtract_overhead,
+        "device": env.device,
+        "where": {k: v for k, v in env.where().items() if k in present or k == BASELINE},
+        "numpy_timed": BASELINE in present,
+        "suite": suite,
+        "reference": reference,
     }
-    table = _Table(present, out)
+    table = _Table(present, out, reference)
     table.header(meta)
     rows = []
     for w in workloads:
         row = run_workload(w, env, rounds=cfg["rounds"], target_s=cfg["target_s"],
-                           subtract_overhead=subtract_overhead, check=check)
+                           subtract_overhead=subtract_overhead, check=check, timed=present,
+                           reference=reference or BASELINE)
+        _release(env)
         rows.append(row)
         table.row(row)
     table.footer(rows)
+    if markdown_path:
+        with open(markdown_path, "w") as fh:
+            fh.write(markdown(meta, rows, present, reference))
     if json_path:
         with open(json_path, "w") as fh:
             json.dump({"meta": meta, "rows": [r.to_json() for r in rows]}, fh, indent=1)
@@ -207,12 +301,63 @@ def fmt_time(s: float | None) -> str:
     return f"{s / 1e-9:.3g} ns"
 
 
+def _short(impl: str | None) -> str:
+    return "np" if impl == BASELINE else str(impl)
+
+
+def target_cell(r: Row) -> str:
+    """The design's target and whether ember at its best meets it: against NumPy, DESIGN.md's ember/numpy
+    (``target``); against JAX, the issue's ember_jit/jax on a GPU (``jax_target``). Empty when there is none."""
+    target = {BASELINE: r.target, "jax": _jax_target(r.name)}.get(r.reference)
+    # The targets are for ember at its best: under jit where the workload has a jitted version.
+    best = "ember_jit" if "ember_jit" in r.ratios else "ember"
+    if target is None or best not in r.ratios:
+        return ""
+    return f"<={target:g}x " + ("ok" if r.ratios[best]["median"] <= target else "MISS")
+
+
+def _jax_target(name: str) -> float | None:
+    w = load_all().get(name)
+    return None if w is None else w.jax_target
+
+
+def time_cell(r: Row, impl: str) -> str:
+    chk = r.check.get(impl, "ok")
+    if chk.startswith("error"):
+        return "error"
+    return fmt_time(r.times.get(impl, {}).get("median")) + ("!" if chk.startswith("mismatch") else "")
+
+
+def bandwidth_lines(rows: list[Row], impls: list[str], on_gpu: bool = False) -> list[str]:
+    """GB/s of the rows that declare their bytes (the elementwise chain, the copy), and the best of each row
+    against the copy bandwidth measured in the same run: on a GPU, the fastest device-to-device copy of the
+    libraries there; on the CPU, NumPy's copy."""
+    moved = [r for r in rows if r.gbps]
+    copies = [(v, impl) for r in moved if r.family == "bandwidth" for impl, v in r.gbps.items()
+              if (impl != BASELINE) == on_gpu]  # fmt: skip
+    copy = max(copies) if copies else None
+    lines = []
+    for r in moved:
+        cells = [f"{impl} {r.gbps[impl]:.3g} GB/s" + (" (host)" if on_gpu and impl == BASELINE else "")
+                 for impl in impls if impl in r.gbps]  # fmt: skip
+        line = f"{r.name} ({r.bytes_moved / 1e6:.3g} MB read+written per call): " + ", ".join(cells)
+        fastest = max((v, impl) for impl, v in r.gbps.items() if (impl != BASELINE) == on_gpu or not on_gpu)
+        if copy is not None and r.family != "bandwidth":
+            line += f"; fastest {fastest[1]} = {fastest[0] / copy[0]:.2f} x the copy bandwidth"
+        lines.append(line)
+    if copy is not None:
+        lines.append(f"copy bandwidth of this run: {copy[0]:.3g} GB/s ({copy[1]}'s copy of the same bytes"
+                     f"{' on the GPU' if on_gpu else ''})")
+    return lines
+
+
 class _Table:
-    def __init__(self, impls: list[str], out: TextIO | None):
-        self.impls, self.out = impls, out
-        self.peers = [i for i in impls if i != BASELINE]
+    def __init__(self, impls: list[str], out: TextIO | None, reference: str | None = BASELINE):
+        self.impls, self.out, self.reference = impls, out, reference
+        self.on_gpu = False
+        self.peers = [i for i in impls if i != reference] if reference in impls else []
         self.cols = [("workload", 18), ("op", 26)] + [(i, 9) for i in impls] + \
-                    [(f"{i}/np", 13) for i in self.peers] + [("target", 11)]
+                    [(f"{i}/{_short(reference)}", 13) for i in self.peers] + [("target", 11)]
 
     def _p(self, s: str = "") -> None:
         if self.out is not None:
@@ -223,13 +368,9 @@ class _Table:
         return "  ".join(padded).rstrip()
 
     def header(self, meta: dict[str, Any]) -> None:
-        v = ", ".join(f"{k} {ver}" for k, ver in meta["versions"].items())
-        self._p(f"# ember benchmarks  {meta['when']}  python {meta['python']}, {v}; {meta['cpu_count']} cpus")
-        for k, why in meta["missing"].items():
-            self._p(f"# {k}: skipped, {why}")
-        self._p(f"# {meta['rounds']} interleaved rounds of ~{meta['target_ms']:g} ms per implementation"
-                f"{', loop overhead subtracted' if meta['subtract_overhead'] else ''}."
-                " Times: median per call. Ratios to NumPy: median of per-round ratios (ratio of minima).")
+        self.on_gpu = meta.get("device", "cpu").startswith("cuda")
+        for line in header_lines(meta):
+            self._p(f"# {line}")
         self._p(self._line([c for c, _ in self.cols]))
         self._p(self._line(["-" * w for _, w in self.cols]))
 
@@ -237,28 +378,65 @@ class _Table:
         if r.error:
             self._p(self._line([r.name, r.error]))
             return
-        cells = [r.name, r.description[:26]]
-        for i in self.impls:
-            chk = r.check.get(i, "ok")
-            cells.append("error" if chk.startswith("error") else fmt_time(r.times.get(i, {}).get("median")) +
-                         ("!" if chk.startswith("mismatch") else ""))
+        cells = [r.name, r.description[:26]] + [time_cell(r, i) for i in self.impls]
         for i in self.peers:
             q = r.ratios.get(i)
             cells.append(f"{q['median']:.2f} ({q['min']:.2f})" if q else "-")
-        tgt = ""
-        # The targets are for ember at its best: under jit where the workload has a jitted version.
-        best = "ember_jit" if "ember_jit" in r.ratios else "ember"
-        if r.target is not None and best in r.ratios:
-            tgt = f"<={r.target:g}x " + ("ok" if r.ratios[best]["median"] <= r.target else "MISS")
-        cells.append(tgt)
+        cells.append(target_cell(r))
         self._p(self._line(cells))
 
     def footer(self, rows: list[Row]) -> None:
-        notes = [f"# {r.name}: {i} {c}" for r in rows for i, c in r.check.items() if c != "ok"]
+        for line in bandwidth_lines(rows, self.impls, self.on_gpu):
+            self._p(f"# {line}")
+        notes = check_notes(rows)
         if notes:
             self._p("# '!' = output differs from NumPy, 'error' = raised (not timed):")
             for n in notes:
-                self._p(n)
+                self._p(f"# {n}")
+
+
+def header_lines(meta: dict[str, Any]) -> list[str]:
+    v = ", ".join(f"{k} {ver}" for k, ver in meta["versions"].items())
+    lines = [f"ember benchmarks  {meta['when']}  python {meta['python']}, {v}; {meta['cpu_count']} cpus"]
+    if meta.get("device", "cpu") != "cpu":
+        where = "; ".join(f"{k} on {d}" for k, d in meta["where"].items())
+        lines.append(f"device {meta['device']}: {where}"
+                     + ("" if meta["numpy_timed"] else "; NumPy computes the reference of the check, untimed"))
+    lines += [f"{k}: skipped, {why}" for k, why in meta["missing"].items()]
+    if meta.get("smoke"):
+        lines.append("smoke run: shrunken sizes, times mean nothing")
+    ref = meta.get("reference", BASELINE)
+    lines.append(f"{meta['rounds']} interleaved rounds of ~{meta['target_ms']:g} ms per implementation"
+                 f"{', loop overhead subtracted' if meta['subtract_overhead'] else ''}."
+                 + (f" Times: median per call. Ratios to {'NumPy' if ref == BASELINE else ref}: median of"
+                    " per-round ratios (ratio of minima)." if ref else " Times: median per call."))
+    return lines
+
+
+def check_notes(rows: list[Row]) -> list[str]:
+    return [f"{r.name}: {i} {c}" for r in rows for i, c in r.check.items() if c != "ok"]
+
+
+def markdown(meta: dict[str, Any], rows: list[Row], impls: list[str], reference: str | None) -> str:
+    """The run as Markdown: its header as a list, one table row per workload, bandwidth and check notes."""
+    peers = [i for i in impls if i != reference] if reference in impls else []
+    head = ["workload", "op"] + [f"{i} (host)" if i == BASELINE and meta.get("device", "cpu") != "cpu" else i
+                                 for i in impls] + [f"{i}/{_short(reference)}" for i in peers] + ["target"]  # fmt: skip
+    out = [f"- {line}" for line in header_lines(meta)] + ["", "| " + " | ".join(head) + " |",
+                                                              "|" + "---|" * len(head)]  # fmt: skip
+    for r in rows:
+        if r.error:
+            out.append(f"| {r.name} | {r.error} |" + " |" * (len(head) - 2))
+            continue
+        cells = [r.name, r.description] + [time_cell(r, i) for i in impls]
+        cells += [f"{q['median']:.2f} ({q['min']:.2f})" if (q := r.ratios.get(i)) else "-" for i in peers]
+        cells.append(target_cell(r))
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    extra = [f"- {line}" for line in bandwidth_lines(rows, impls, meta.get("device", "cpu").startswith("cuda"))]
+    notes = check_notes(rows)
+    if notes:
+        extra += ["- '!' = output differs from NumPy, 'error' = raised (not timed):"] + [f"  - {n}" for n in notes]
+    return "\n".join(out + ([""] + extra if extra else [])) + "\n"
 
 
 # --------------------------------------------------------------------------- CLI
@@ -271,36 +449,77 @@ def main(argv: list[str] | None = None) -> int:
                    f"(default {FULL['rounds']} rounds of ~{FULL['target_s'] * 1e3:g} ms)")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name, family, or glob (eager_*); repeatable or comma-separated")
+    p.add_argument("--suite", metavar="TAG", help="only the workloads tagged TAG (gpu: the GPU rows of issue 17)")
+    p.add_argument("--device", default="cpu", metavar="D",
+                   help="cpu (default), cpu:N (ember's inputs committed to its CPU device N), cuda or cuda:N "
+                        "(ember, torch and JAX on GPU N; NumPy stays on the host)")
     p.add_argument("--json", metavar="PATH", help="also write every measurement as JSON")
+    p.add_argument("--out", metavar="PATH", help="also write the table as Markdown to PATH, and (without --json) "
+                   "every measurement as JSON beside it (PATH with the suffix .json)")
     p.add_argument("--impls", metavar="A,B",
-                   help=f"implementations to run (default: all of {','.join(IMPLEMENTATIONS)} that import)")
+                   help=f"implementations to time (default: all of {','.join(IMPLEMENTATIONS)} that import); "
+                        f"{BASELINE} is run regardless, as the reference of the output check")
+    p.add_argument("--ratios-to", metavar="IMPL", help=f"what the ratios are to (default {BASELINE} when it is "
+                   "timed, else jax)")
     p.add_argument("--rounds", type=int, help="interleaved rounds")
     p.add_argument("--target-ms", type=float, help="duration of one measurement")
     p.add_argument("--no-subtract", action="store_true", help="keep the timing-loop overhead in the per-call times")
     p.add_argument("--no-check", action="store_true", help="skip comparing outputs with NumPy")
+    p.add_argument("--smoke", action="store_true", help="small sizes and one short round: does it all run (tests)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     a = p.parse_args(argv)
 
-    workloads = select(a.only)
+    workloads = select(a.only, suite=a.suite)
     if not workloads:
-        print(f"no workload matches {a.only}; try --list", file=sys.stderr)
+        print(f"no workload matches {a.only or ''}{f' in suite {a.suite!r}' if a.suite else ''}; try --list",
+              file=sys.stderr)
         return 2
     if a.list:
         for w in workloads:
-            print(f"{w.name:22} {w.family:10} {w.description}")
+            print(f"{w.name:26} {w.family:10} {w.description}" + (f"  [{', '.join(w.tags)}]" if w.tags else ""))
         return 0
     impls = None
     if a.impls:
         impls = [i.strip() for i in a.impls.split(",") if i.strip()]
         bad = [i for i in impls if i not in IMPLEMENTATIONS]
-        if bad or BASELINE not in impls:
-            print(f"--impls must include {BASELINE!r} and name only {tuple(IMPLEMENTATIONS)}", file=sys.stderr)
+        if bad or not impls:
+            print(f"--impls names only {tuple(IMPLEMENTATIONS)}, got {a.impls!r}", file=sys.stderr)
             return 2
+    if a.ratios_to is not None and a.ratios_to not in (impls or IMPLEMENTATIONS):
+        print(f"--ratios-to {a.ratios_to!r} is not among the implementations timed", file=sys.stderr)
+        return 2
+    if (why := device_problem(a.device)) is not None:
+        print(why, file=sys.stderr)
+        return 2
+    json_path = a.json
+    if a.out:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        json_path = json_path or os.path.splitext(a.out)[0] + ".json"
     rows = run(a.only, quick=a.quick, impls=impls, rounds=a.rounds, target_ms=a.target_ms,
-               subtract_overhead=not a.no_subtract, check=not a.no_check, json_path=a.json)
+               subtract_overhead=not a.no_subtract, check=not a.no_check, json_path=json_path, device=a.device,
+               suite=a.suite, smoke=a.smoke, reference=a.ratios_to, markdown_path=a.out)
     # correctness of ember's benchmarked code is worth a non-zero exit; speed never is
-    bad = [r for r in rows if r.error or r.check.get("ember", "ok") != "ok"]
+    bad = [r for r in rows if r.error or any(c != "ok" for i, c in r.check.items() if i.startswith("ember"))]
     return 1 if bad else 0
+
+
+def device_problem(spec: str) -> str | None:
+    """Why ``--device spec`` cannot run here, or None. A GPU asked for must be there: ember's (CuPy) at least;
+    torch or JAX without one are skipped with the reason, like a peer that is not installed."""
+    try:
+        platform_, index = parse_device(spec)
+    except ValueError as e:
+        return str(e)
+    if platform_ != "cuda":
+        return None
+    from ember import backends
+
+    count = backends.cuda_device_count()
+    if count <= index:
+        state = backends.available()["cuda"]
+        return (f"--device {spec}: ember finds {count} CUDA GPU(s) here (cuda: {state}). "
+                "Run the GPU suite on a machine with a GPU and CuPy, or leave --device out to run on the CPU.")
+    return None
 
 
 if __name__ == "__main__":
