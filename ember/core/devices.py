@@ -113,9 +113,9 @@ def resolve(spec: Any, op: str) -> Device:
     if isinstance(spec, Device):
         device = spec
     elif isinstance(spec, str):
-        platform, _, number = spec.strip().lower().partition(":")
+        platform, colon, number = spec.strip().lower().partition(":")
         platform = "cuda" if platform == "gpu" else platform
-        if platform not in PLATFORMS or not (number == "" or number.isdigit()):
+        if platform not in PLATFORMS or not (number.isdigit() or not colon):
             raise DeviceError(f"{op}: {spec!r} does not name a device; write 'cpu', 'cpu:1', 'cuda' or 'cuda:0' "
                               "(ember.devices() lists those present)")  # fmt: skip
         device = Device(platform, int(number or 0))

@@ -23,7 +23,8 @@ from typing import Any
 from ember.core.ad import UndefinedPrimal, Zero, zeros
 from ember.core.array import Array
 from ember.core.batching import axis_rules
-from ember.core.primitive import Primitive
+from ember.core.primitive import Primitive, result_place
+from ember.core.transfer import _put
 from ember.core.primitives.elementwise import select_n_p
 from ember.errors import TransformError
 from ember.transforms._programs import (
@@ -46,8 +47,10 @@ class _Cond(Primitive):
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
         branches = params["branches"]
-        index = min(max(int(args[0]._value), 0), len(branches) - 1)
-        return list(branches[index](*args[1:]))
+        place = result_place(self.name, args)  # raises for operands on two devices, naming cond
+        index = min(max(int(args[0]._concrete("cond")), 0), len(branches) - 1)
+        # A branch's outputs that are constants (or come from uncommitted operands) join the operands' device.
+        return [o if o._place is place else _put(o, place) for o in branches[index](*args[1:])]
 
 
 cond_p = _Cond("cond", multiple_results=True)

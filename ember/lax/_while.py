@@ -34,7 +34,7 @@ import numpy as np
 from ember.core.ad import UndefinedPrimal, Zero, add_tangents, instantiate, zeros
 from ember.core.array import Array
 from ember.core.batching import axis_rules, bdim_to_front
-from ember.core.primitive import Primitive
+from ember.core.primitive import Primitive, result_place
 from ember.core.primitives.elementwise import select_n_p
 from ember.core.primitives.reduction import reduce_or_p
 from ember.core.primitives.structural import broadcast_in_dim_p
@@ -52,6 +52,7 @@ from ember.transforms._programs import (
     transpose_program,
     wrap_all,
 )
+from ember.transforms._compile import on_place
 from ember.transforms.jit import raw_impls
 from ember.transforms.jvp import jvp_flat
 
@@ -64,8 +65,9 @@ class _RunsRaw(Primitive):
     __slots__ = ()
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
-        outs = raw_impls[self](*[a._value for a in args], **params)
-        return wrap_all(outs, self.abstract_eval(*[a.aval for a in args], **params))
+        place = result_place(self.name, args)  # the results stay on the operands' device, as a primitive's
+        outs = raw_impls[self](*[on_place(a, place) for a in args], **params)
+        return wrap_all(outs, self.abstract_eval(*[a.aval for a in args], **params), place)
 
 
 while_p = _RunsRaw("while", multiple_results=True)
@@ -198,8 +200,9 @@ def _while_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, cond: Fn, bod
     ad = _while_ad(body, n_bc, nz_bc, nz_init)
     tape = Tape()
     if concrete(primals):  # run the loop now, keeping its residuals for the tangents
+        place = result_place(while_p.name, primals)
         carry, tape.steps = ad.tape(cond, buffers(cc), buffers(bc), buffers(init))
-        outs = wrap_all(carry, body.out_avals)
+        outs = wrap_all(carry, body.out_avals, place)
     else:
         outs = while_p.bind(*primals, **params)
     t_args = [t for t, z in zip(t_bc, nz_bc) if z] + [instantiate(t) for t, z in zip(t_init, ad.nz_carry) if z]

@@ -45,11 +45,12 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
-from ember.core.array import CPU, Array, Device, wrap
+from ember.core import devices as _devices
+from ember.core.array import Array, Device, wrap
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, check_device, user_dtype
+from ember.numpy._core import ArrayLike, asarray, check_device, on_device, user_dtype
 from ember.numpy._reductions import sum as _sum
 from ember.numpy._shape import concatenate, moveaxis
 from ember.numpy._sorting import cumprod, cumsum, unique
@@ -104,12 +105,12 @@ class _Info:
         return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 64}
 
     def default_device(self) -> Device:
-        """The device new arrays go to."""
-        return CPU
+        """The device new arrays go to (``ember.default_device()``)."""
+        return _devices.default_device()
 
     def devices(self) -> list[Device]:
-        """The devices present: those of ``ember.devices()`` (the CPU), without importing ember's top level."""
-        return [CPU]
+        """The devices present: those of ``ember.devices()``, without importing ember's top level."""
+        return _devices.all_devices()
 
     def default_dtypes(self, *, device: Device | None = None) -> dict[str, np.dtype]:
         """The default dtypes of `device` (or the default device): they follow ``enable_x64``."""
@@ -169,7 +170,7 @@ def astype(x: ArrayLike, dtype, /, *, copy: bool = True, device=None) -> Array:
       x: the array.
       dtype: the target dtype (64-bit types need x64; without it they give their 32-bit counterparts and warn).
       copy: whether to return a new array even when `x` already has `dtype` (False returns `x` then).
-      device: None or the array's device.
+      device: None, or the device to commit the result to (as ``ember.device_put``).
 
     Returns:
       An array of `x`'s shape and dtype `dtype`.
@@ -177,16 +178,16 @@ def astype(x: ArrayLike, dtype, /, *, copy: bool = True, device=None) -> Array:
     >>> enp.astype(enp.asarray([1.7, -2.5]), enp.int32)
     Array([ 1, -2], dtype=int32)
     """
-    check_device("astype", device)
+    place = check_device("astype", device)
     x = asarray(x)
     target = user_dtype(dtype, "astype")
     if target == x.dtype:
         if x.weak_type:
             x = convert(x, target)  # strong, as JAX's: an explicit dtype is never weak (no data is copied)
-        return ew.copy_p.bind(x) if copy else x
+        return on_device(ew.copy_p.bind(x) if copy else x, place)
     if target == dtypes.bool_ and dtypes.is_complex(x.dtype):
-        return convert(not_equal(x, 0), target)  # lax's cast would test the real part alone (1j -> False)
-    return convert(x, target)
+        return on_device(convert(not_equal(x, 0), target), place)  # lax's cast would test the real part alone
+    return on_device(convert(x, target), place)
 
 
 def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
@@ -198,7 +199,7 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
 
     Args:
       x: the producer.
-      device: None or the CPU device.
+      device: None, or the device to commit the result to (as ``ember.device_put``).
       copy: True always copies; None copies only when needed; False raises when a copy is needed.
 
     Returns:
@@ -207,7 +208,11 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     >>> enp.from_dlpack(np.arange(3.0, dtype=np.float32))
     Array([0., 1., 2.], dtype=float32)
     """
-    check_device("from_dlpack", device)
+    place = check_device("from_dlpack", device)
+    return on_device(_from_dlpack(x, copy), place)
+
+
+def _from_dlpack(x, copy: bool | None) -> Array:
     if isinstance(x, Array):
         x = convert(x, x.dtype)  # JAX's from_dlpack gives a strong array
         return ew.copy_p.bind(x) if copy else x

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.array import CPU, Array, from_host, wrap
+from ember.core import devices as _devices
+from ember.core.array import Array, Place, from_host, wrap
 from ember.core.primitive import Tracer, trace_stack
+from ember.core.transfer import _put
 from ember.core.primitives import elementwise as ew
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import DTypeError, EmberOverflowError, InvalidArgumentError
@@ -35,7 +37,7 @@ def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | 
         False never copies and raises an InvalidArgumentError (a ValueError) when a copy is
         needed (a Python sequence, a dtype change; a NumPy array of a canonical dtype is
         shared, so writing to it afterwards shows in the ember array).
-      device: None or the array's device (``ember.devices()``).
+      device: None, or the device to commit the array to (``ember.devices()``; see ``ember.device_put``).
 
     Returns:
       An Array.
@@ -49,13 +51,13 @@ def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | 
         return a  # the common case, which every ember.numpy function meets: no checks to pay for
     if order not in (None, "C", "K", "A"):
         raise InvalidArgumentError(f"asarray: order must be 'C', 'K', 'A' or None, got {order!r}; ember arrays have no layout")
-    check_device("asarray", device)
+    place = check_device("asarray", device)
     if copy is False:
-        return _asarray_no_copy(a, dtype)
+        return on_device(_asarray_no_copy(a, dtype), place)
     x = _asarray(a, dtype, "asarray")
     if copy and x is a:
         x = ew.copy_p.bind(x)
-    return x
+    return on_device(x, place)
 
 
 def _asarray_no_copy(a, dtype) -> Array:
@@ -153,11 +155,25 @@ def _user_frame() -> tuple[int, str]:
     return level, entry
 
 
-def check_device(op: str, device) -> None:
-    """Accept None, the CPU device, or "cpu"; ember has no other device yet."""
-    if device is None or device == CPU or (isinstance(device, str) and device.lower() in ("cpu", "cpu:0")):
-        return
-    raise InvalidArgumentError(f"{op}: device {device!r} is not available; ember.devices() lists the devices ({CPU})")
+def check_device(op: str, device) -> Place | None:
+    """Where `op` puts its result: None (no `device` given: where it would be anyway), or the committed
+    place of `device` (a `Device` or a name such as ``"cpu:1"``); one that is not present raises DeviceError.
+
+    >>> check_device("zeros", "cpu:0")
+    Place(cpu:0, committed)
+    """
+    if device is None:
+        return None
+    return _devices.place_of(_devices.resolve(device, op), True)
+
+
+def on_device(x, place: Place | None):
+    """`x` (an Array or a tuple of them) committed to `place`, as ``device_put``; None leaves it as it is."""
+    if place is None:
+        return x
+    if isinstance(x, tuple):
+        return tuple(_put(v, place) for v in x)
+    return _put(x, place)
 
 
 def _dtype_and_weak(x, op: str = "asarray") -> tuple[np.dtype, bool]:

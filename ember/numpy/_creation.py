@@ -10,11 +10,11 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
-from ember.core.array import Array, from_host
+from ember.core.array import Array, Place, from_host
 from ember.core.primitives import elementwise as ew
 from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, check_device, dtype_arg
+from ember.numpy._core import ArrayLike, asarray, check_device, dtype_arg, on_device
 
 Shape = int | Sequence[int]
 
@@ -51,24 +51,29 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Arr
     >>> enp.full((2,), 7)
     Array([7, 7], dtype=int32, weak_type=True)
     """
-    check_device("full", device)
+    place = check_device("full", device)
     shape = _shape(shape, "full")
     value = asarray(fill_value, dtype)
     if value.ndim:
         from ember.numpy._shape import broadcast_to
 
-        return broadcast_to(value, shape)
-    return lax.broadcast_in_dim(value, shape, ())  # JAX's: a weak fill value with no dtype gives a weak array
+        return on_device(broadcast_to(value, shape), place)
+    # JAX's: a weak fill value with no dtype gives a weak array
+    return on_device(lax.broadcast_in_dim(value, shape, ()), place)
 
 
 def zeros(shape: Shape, dtype=None, *, device=None) -> Array:
-    """An array of zeros (float32 by default).
+    """An array of zeros (float32 by default). Like every creation function, `device` (a device or its
+    name) commits the result to that device, as ``ember.device_put`` does.
 
     >>> enp.zeros((2, 3)).shape
     (2, 3)
+    >>> x = enp.zeros(2, device="cpu:0")
+    >>> x.device, x.committed
+    (CpuDevice(id=0), True)
     """
-    check_device("zeros", device)
-    return full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float())
+    place = check_device("zeros", device)
+    return on_device(full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float()), place)
 
 
 def ones(shape: Shape, dtype=None, *, device=None) -> Array:
@@ -77,8 +82,8 @@ def ones(shape: Shape, dtype=None, *, device=None) -> Array:
     >>> enp.ones(3)
     Array([1., 1., 1.], dtype=float32)
     """
-    check_device("ones", device)
-    return full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float())
+    place = check_device("ones", device)
+    return on_device(full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float()), place)
 
 
 def empty(shape: Shape, dtype=None, *, device=None) -> Array:
@@ -87,16 +92,17 @@ def empty(shape: Shape, dtype=None, *, device=None) -> Array:
     >>> enp.empty(2).shape
     (2,)
     """
-    check_device("empty", device)
-    return zeros(_shape(shape, "empty"), dtype)
+    place = check_device("empty", device)
+    return on_device(zeros(_shape(shape, "empty"), dtype), place)
 
 
 def _like(name: str, value):
     def fn(a: ArrayLike, dtype=None, shape: Shape | None = None, *, device=None) -> Array:
-        check_device(name, device)
+        place = check_device(name, device)
         x = a if isinstance(a, Array) else asarray(a)
         target = dtype_arg(dtype) or x.dtype
-        return _weak_like(full(x.shape if shape is None else shape, value(target), target), x, dtype)
+        out = _weak_like(full(x.shape if shape is None else shape, value(target), target), x, dtype)
+        return on_device(out, place or (_followed(x) if shape is None else None))
 
     fn.__name__ = fn.__qualname__ = name
     v = int(value(np.dtype("int32")))
@@ -111,14 +117,21 @@ empty_like = _like("empty_like", lambda d: 0)
 
 
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | None = None, *, device=None) -> Array:
-    """An array like `a` (shape and dtype, unless given) filled with `fill_value`.
+    """An array like `a` (shape and dtype, unless given) filled with `fill_value`; without `device` or
+    `shape`, committed to `a`'s device when `a` is committed there (as JAX's; the ``*_like`` functions too).
 
     >>> enp.full_like(enp.ones(2), 5.0)
     Array([5., 5.], dtype=float32)
     """
-    check_device("full_like", device)
+    place = check_device("full_like", device)
     x = asarray(a)
-    return _weak_like(full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype), x, dtype)
+    out = _weak_like(full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype), x, dtype)
+    return on_device(out, place or (_followed(x) if shape is None else None))
+
+
+def _followed(x: Array) -> Place | None:
+    # As JAX's full_like: the result of a concrete committed `x` is committed to its device.
+    return x._place if type(x) is Array and x._place.committed else None
 
 
 def _weak_like(out: Array, a: Array, dtype) -> Array:
@@ -133,7 +146,7 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     >>> enp.arange(5)
     Array([0, 1, 2, 3, 4], dtype=int32)
     """
-    check_device("arange", device)
+    place = check_device("arange", device)
     for v in (start, stop, step):
         if isinstance(v, Array) and not type(v) is Array:
             raise InvalidArgumentError("arange: start, stop and step must be concrete (static) values")
@@ -148,9 +161,9 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     if dtype is None:
         result = from_host(values)
         if all(isinstance(v, (int, np.integer)) or v is None for v in (start, stop, step)):
-            return result
-        return convert(result, dtypes.default_float() if result.dtype.kind == "f" else result.dtype)
-    return asarray(values, dtype)
+            return on_device(result, place)
+        return on_device(convert(result, dtypes.default_float() if result.dtype.kind == "f" else result.dtype), place)
+    return asarray(values, dtype, device=device)
 
 
 def _space_dtypes(start: Array, stop: Array, dtype) -> tuple[np.dtype, np.dtype]:
@@ -188,7 +201,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     >>> enp.linspace(0.0, 1.0, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    check_device("linspace", device)
+    place = check_device("linspace", device)
     from ember.numpy import _shape as sh
 
     num = _count("linspace", num)
@@ -210,7 +223,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         out = lax.broadcast_in_dim(start, (num, *shape), tuple(range(1, len(shape) + 1)))
     out = sh.moveaxis(out, 0, axis) if axis else out
     out = _as_result(out, target)
-    return (out, step) if retstep else out
+    return on_device((out, step) if retstep else out, place)
 
 
 def _count(op: str, num) -> int:
@@ -297,13 +310,13 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     Array([[1., 0.],
            [0., 1.]], dtype=float32)
     """
-    check_device("eye", device)
+    place = check_device("eye", device)
     N, M = _shape((N, N if M is None else M), "eye")
     rows = lax.broadcasted_iota(dtypes.default_int(), (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.default_int(), (N, M), 1)
     from ember.numpy._ufuncs import equal
 
-    return convert(equal(cols - rows, k), dtype_arg(dtype) or dtypes.default_float())
+    return on_device(convert(equal(cols - rows, k), dtype_arg(dtype) or dtypes.default_float()), place)
 
 
 def identity(n: int, dtype=None) -> Array:

@@ -17,6 +17,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array, from_host
 from ember.core.primitives import indexing as ix
+from ember.core.transfer import _put
 from ember.errors import ConcretizationError, DTypeError, EmberIndexError, ShapeError
 from ember.lax._convert import convert
 
@@ -40,7 +41,8 @@ def _as_index_array(item, x: Array) -> Array | list[Array]:
                 f"boolean mask indexing needs a concrete mask (the result's size depends on its values), got a traced "
                 f"mask {arr.aval.str_short()}; use enp.where(mask, x, 0) or enp.nonzero(mask, size=...) instead"
             ) from None
-        return [from_host(i.astype(np.int64 if dtypes.x64_enabled() else np.int32)) for i in np.nonzero(mask)]
+        index_dtype = np.int64 if dtypes.x64_enabled() else np.int32
+        return [_put(from_host(i.astype(index_dtype)), arr._place) for i in np.nonzero(mask)]  # on the mask's device
     if not dtypes.is_integer(arr.dtype):
         raise EmberIndexError(f"arrays used as indices must be of integer or boolean type, got {arr.dtype} "
                               f"(indexing shape {x.shape})")

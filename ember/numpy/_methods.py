@@ -18,7 +18,7 @@ from ember.core.primitives import elementwise as ew
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.numpy import _array_api, _contract, _creation, _indexing, _ndarray_extras, _reductions, _rounding, _shape
 from ember.numpy import _sorting, _take, _ufuncs
-from ember.numpy._core import check_device
+from ember.numpy._core import check_device, on_device
 
 _PY_OK = (Array, bool, int, float, complex, list, tuple)
 _new = object.__new__
@@ -285,11 +285,10 @@ def _forward(name: str, fn):
 
 
 def _to_device(self, device, /, *, stream=None) -> Array:
-    """This array on `device` (the array API's ``to_device``; ember has one device, the CPU, so this is the array)."""
+    """This array committed to `device` (the array API's ``to_device``): ``ember.device_put(x, device)``."""
     if stream is not None:
-        raise InvalidArgumentError("to_device: stream must be None on the CPU")
-    check_device("to_device", device)
-    return self
+        raise InvalidArgumentError("to_device: stream must be None")
+    return on_device(self, check_device("to_device", device))
 
 
 def _view(self, dtype=None, type=None) -> Array:

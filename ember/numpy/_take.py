@@ -18,7 +18,7 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import ConcretizationError, InvalidArgumentError, ShapeError
-from ember.numpy._core import ArrayLike, asarray
+from ember.numpy._core import ArrayLike, asarray, on_device
 from ember.numpy._indexing import getitem
 
 
@@ -139,7 +139,7 @@ def nonzero(a: ArrayLike, *, size: int | None = None, fill_value=None) -> tuple[
         raise ShapeError("nonzero: calling nonzero on a 0-d array is not allowed (as in NumPy); use atleast_1d(x)")
     if size is None:
         found = np.nonzero(_concrete("nonzero", x, "pass size= to get a fixed-length result"))
-        return tuple(asarray(i.astype(_index_dtype())) for i in found)
+        return on_device(tuple(asarray(i.astype(_index_dtype())) for i in found), x._place)  # on x's device
     return _nonzero_static(x, int(size), fill_value)
 
 

@@ -32,6 +32,7 @@ from ember.lax._convert import convert as _convert
 from ember.numpy._core import ArrayLike
 from ember.numpy._core import asarray as _asarray
 from ember.numpy._core import check_device as _check_device
+from ember.numpy._core import on_device as _on_device
 from ember.numpy._take import roll as _roll
 
 __all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft",
@@ -518,7 +519,7 @@ def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
       n: the number of samples (the window length).
       d: the sample spacing (a real scalar; may be traced).
       dtype: the floating dtype of the result (default: the default float dtype).
-      device: None or the CPU device (the array API's keyword).
+      device: None, or the device to commit the result to (the array API's keyword).
 
     Returns:
       ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n * d)``.
@@ -527,11 +528,11 @@ def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
     [0.0, 0.5, -1.0, -0.5]
     """
     op = "enp.fft.fftfreq"
-    _check_device(op, device)
+    place = _check_device(op, device)
     n = _count(op, n)
     k = lax.iota(dtypes.default_int(), n)
     k = lax.select(lax.lt(k, (n + 1) // 2), k, lax.sub(k, n))
-    return _frequencies(op, k, n, d, dtype)
+    return _on_device(_frequencies(op, k, n, d, dtype), place)
 
 
 def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
@@ -541,7 +542,7 @@ def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
       n: the number of samples (the window length).
       d: the sample spacing (a real scalar; may be traced).
       dtype: the floating dtype of the result (default: the default float dtype).
-      device: None or the CPU device (the array API's keyword).
+      device: None, or the device to commit the result to (the array API's keyword).
 
     Returns:
       ``[0, 1, ..., n // 2] / (n * d)``.
@@ -550,9 +551,9 @@ def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype=None, device=None) -> Array:
     [0.0, 0.5, 1.0]
     """
     op = "enp.fft.rfftfreq"
-    _check_device(op, device)
+    place = _check_device(op, device)
     n = _count(op, n)
-    return _frequencies(op, lax.iota(dtypes.default_int(), n // 2 + 1), n, d, dtype)
+    return _on_device(_frequencies(op, lax.iota(dtypes.default_int(), n // 2 + 1), n, d, dtype), place)
 
 
 def _shift(op: str, x: ArrayLike, axes, sign: int) -> Array:

@@ -147,8 +147,9 @@ def buffers(values: Sequence[Any]) -> list[np.ndarray]:
     return [v._value for v in values]
 
 
-def wrap_all(bufs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Array]:
-    return [wrap(_coerce(b, a), a.weak_type) for b, a in zip(bufs, avals, strict=True)]
+def wrap_all(bufs: Sequence[Any], avals: Sequence[ShapedArray], place: Any = None) -> list[Array]:
+    """Raw buffers as Arrays of `avals` on `place` (the default device's uncommitted one when None)."""
+    return [wrap(_coerce(b, a), a.weak_type, place) for b, a in zip(bufs, avals, strict=True)]
 
 
 # --- linearization -------------------------------------------------------------------------------------

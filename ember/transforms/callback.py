@@ -23,7 +23,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.array import Array, from_host, wrap
 from ember.core.batching import move_axis
 from ember.core.ir import effectful
-from ember.core.primitive import Primitive, find_top_trace, trace_stack
+from ember.core.primitive import Primitive, find_top_trace, result_place, trace_stack
 from ember.core.primitives.structural import broadcast_in_dim_p, expand_dims_p
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.core.staging import StagingTrace
@@ -42,8 +42,11 @@ class _HostCall(Primitive):
     host_call = True  # generated code never reuses its operands' memory (backends/buffers.py)
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
-        outs = raw_impls[self](*[a._value for a in args], **params)
-        return [wrap(o, a.weak_type) for o, a in zip(outs, params.get("result_avals", ()))]
+        place = result_place(self.name, args)  # the results go where the operands are, as a primitive's
+        outs = raw_impls[self](*[a._concrete(self.name) for a in args], **params)
+        backend, device_id = place.backend, place.device.id
+        return [wrap(backend.from_host(o, device_id), a.weak_type, place)
+                for o, a in zip(outs, params.get("result_avals", ()))]  # fmt: skip
 
 
 def _read_only(buffer: Any) -> np.ndarray:

@@ -22,6 +22,7 @@ import functools
 import inspect
 import logging
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -346,6 +347,7 @@ class Jitted:
         self._last: tuple[_Signature, list[str]] | None = None
         self._params = _param_names(fun)
         functools.update_wrapper(self, fun, updated=())  # not fun's __dict__: it could overwrite ours
+        _JITTED.add(self)
 
     @property
     def _name(self) -> str:
@@ -461,6 +463,8 @@ class Jitted:
                 if was.get(k, "<absent>") != now.get(k, "<absent>"):
                     label = f"static argument {k}{self._named(k)}" if isinstance(k, int) else f"static argument {k!r}"
                     why.append(f"{label} changed from {was.get(k, '<absent>')!r} to {now.get(k, '<absent>')!r}")
+        if old.place is not sig.place:
+            why.append(f"the device changed from {_place_str(old.place)} to {_place_str(sig.place)}")
         if old.tree != sig.tree:
             why.append(f"the arguments' pytree structure changed from {old.tree} to {sig.tree}")
         else:
@@ -544,6 +548,23 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<{self._name}>"
+
+
+def _place_str(place: Place) -> str:
+    return f"{place.device} ({'committed' if place.committed else 'uncommitted'})"
+
+
+# The fast lane of every jitted function skips the device checks; a device taken away empties them all.
+_JITTED: weakref.WeakSet[Jitted] = weakref.WeakSet()
+
+
+def _forget_fast_lanes(name: str, value: Any) -> None:
+    if name == "num_cpu_devices":
+        for jitted in list(_JITTED):
+            jitted._fast.clear()
+
+
+config.on_update(_forget_fast_lanes)
 
 
 def _aval_str(aval: tuple) -> str:
