@@ -81,7 +81,7 @@ def cuda() -> Backend:
     if cupy is None:
         raise DeviceError("the cuda platform needs CuPy, which is not installed: pip install 'ember[cuda]' "
                           "(it brings cupy-cuda13x; no compiler is needed)")
-    from ember.backends.cuda import make_backend
+    from ember.backends.cuda_backend import make_backend  # (a module named cuda would shadow this function)
 
     return make_backend(cupy)
 

@@ -17,6 +17,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.devices import CPU, Device, Place
 from ember.errors import (
     DeletedArrayError,
+    DeviceError,
     DTypeError,
     EmberOverflowError,
     ImmutableArrayError,
@@ -154,6 +155,9 @@ class Array:
         PyTorch (2.x) ignores the read-only flag: a tensor from ``torch.from_dlpack(x)`` can write into x's
         buffer, which ember assumes never changes; clone it (``torch.from_dlpack(x).clone()``) before writing.
         On the CPU `stream` must be None, as the array API says."""
+        if type(self._value) is not np.ndarray:  # on a GPU: the backend exports the device buffer, no host copy
+            return self._place.backend.export_dlpack(self._value, stream=stream, max_version=max_version,
+                                                     dl_device=dl_device, copy=copy)  # fmt: skip
         value = self._concrete("__dlpack__")
         if stream is not None:
             raise BufferError(f"__dlpack__: a CPU array takes stream=None, got stream={stream!r}")
@@ -185,7 +189,22 @@ class Array:
         return value.__dlpack__(stream=stream, **kwargs)
 
     def __dlpack_device__(self):
-        return self._concrete("__dlpack_device__").__dlpack_device__()
+        return self._value.__dlpack_device__()  # (1, 0) on the CPU, (2, GPU number) on a GPU
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface of an array on a GPU (read-only: ember arrays never change), so that
+        CuPy, Numba or PyTorch read it without a copy; an AttributeError for an array on the CPU.
+
+        >>> hasattr(enp.ones(2), "__cuda_array_interface__")
+        False
+        """
+        value = self._value
+        if type(value) is np.ndarray:
+            raise AttributeError("__cuda_array_interface__: this array is on the CPU; use numpy.asarray(x) or DLPack")
+        interface = dict(value.__cuda_array_interface__)
+        interface["data"] = (interface["data"][0], True)
+        return interface
 
     def item(self, *index):
         value = self._concrete("x.item()")
@@ -291,6 +310,9 @@ def from_host(x, op: str = "asarray") -> Array:
         if type(x) is int:
             return wrap(dtypes.python_int_as(x, dtype, op), True)
         return wrap(np.asarray(x, dtype=dtype), type(x) is not bool)
+    gpu = _gpu_device(x)
+    if gpu is not None:
+        return _from_gpu(x, gpu, op)
     try:
         value = np.asarray(x)
     except ValueError as err:  # ragged nested lists: a ValueError, as in NumPy
@@ -322,6 +344,35 @@ def from_host(x, op: str = "asarray") -> Array:
 
 
 _ALLOWED = frozenset(dtypes.ALL)
+
+
+def _gpu_device(x) -> int | None:
+    """The GPU holding `x` when it is a device array (CuPy, PyTorch on CUDA, anything exporting DLPack from
+    CUDA memory; -1 for one with only ``__cuda_array_interface__``), else None."""
+    if hasattr(type(x), "__dlpack_device__"):
+        kind, number = x.__dlpack_device__()
+        return int(number) if int(kind) in (2, 13) else None  # kDLCUDA, kDLCUDAManaged
+    return -1 if hasattr(x, "__cuda_array_interface__") else None
+
+
+def _from_gpu(x, device_id: int, op: str) -> Array:
+    """Device array `x` copied on its own GPU (never through the host), uncommitted there."""
+    what = f"{op}: {type(x).__name__} is an array in GPU memory"
+    try:
+        backend = _devices.backends.cuda()
+    except DeviceError as err:
+        raise DeviceError(f"{what}, and {err}") from None
+    if _devices.backends.cuda_device_count() == 0:
+        raise DeviceError(f"{what}, but CuPy finds no CUDA device (no driver, or CUDA_VISIBLE_DEVICES hides them)")
+    value = backend.from_gpu(x, device_id)
+    if value.dtype not in _ALLOWED:
+        raise DTypeError(f"{what} of dtype {value.dtype}, which ember arrays cannot hold")
+    dtype = dtypes.canonicalize(value.dtype)
+    if dtype != value.dtype:
+        if dtypes.is_integer(dtype):
+            dtypes.check_narrowed_ints(value, dtype, op)
+        value = value.astype(dtype)
+    return wrap(value, False, _devices.place_of(Device("cuda", value.data.device_id), False))
 
 
 def _holds_huge_int(value: np.ndarray) -> bool:
