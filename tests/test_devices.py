@@ -370,6 +370,27 @@ def test_results_of_uncommitted_operands_on_another_device_stay_there():
     assert_on(y + x, 1, committed=False)
 
 
+INDEPENDENT = {  # derivatives made from constants alone (zeros, a linear map's coefficients, the basis)
+    "grad_of_a_constant": lambda x: ember.grad(lambda u: enp.ones(3).sum())(x),
+    "grad_float0": lambda x: ember.grad(lambda u, n: u.sum() * n, argnums=(0, 1), allow_int=True)(x, on(enp.asarray(2), 1)),
+    "vjp_of_a_constant": lambda x: ember.vjp(lambda u: enp.ones(3), x)[1](enp.ones(3)),
+    "vjp_linear": lambda x: ember.vjp(lambda u: 2.0 * u, x)[1](enp.ones_like(enp.asarray(A))),
+    "jacrev_linear": lambda x: ember.jacrev(lambda u: u * 2)(x[0]),
+    "jacfwd_linear": lambda x: ember.jacfwd(lambda u: u * 2)(x[0]),
+    "jacrev_empty": lambda x: ember.jacrev(lambda u: u[:0])(x[0]),
+    "jacfwd_empty": lambda x: ember.jacfwd(lambda u: u.sum())(x[0, :0]),
+    "hessian_quadratic": lambda x: ember.hessian(lambda u: (u**2).sum())(x[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEPENDENT))
+def test_derivatives_made_from_constants_join_the_committed_input(name):
+    reference = INDEPENDENT[name](enp.asarray(A))
+    out = INDEPENDENT[name](on(A, 1))
+    assert_on(out, 1)
+    _assert_same(out, reference)
+
+
 # --- random -------------------------------------------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ from ember.core.primitives.elementwise import convert_element_type_p
 from ember.core.primitive import new_trace
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.core.staging import StagingTrace
+from ember.core.transfer import _put
 from ember.errors import ArgumentTypeError, DTypeError, ShapeError
 from ember.transforms._args import as_leaf_array
 from ember.transforms.jvp import jvp_flat
@@ -169,6 +170,7 @@ def _linearize(fun: Callable, primals: Sequence[Any], op: str, has_aux: bool):
     flat_primals = _as_arrays(flat_primals, op)
     flat, store = _flat_fn(lambda *args: fun(*args), in_tree, op, has_aux)
     outs, aux, lin = linearize_flat(flat, flat_primals, lambda: store.get("n_aux", 0))
+    store["primals"] = flat_primals
     return outs, aux, lin, store, in_tree
 
 
@@ -190,13 +192,13 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
 
     @api_boundary
     def f_vjp(ct):
-        return _pull_back("vjp", lin, out_tree, in_tree, ct, free_residuals=False)
+        return _pull_back("vjp", lin, out_tree, in_tree, ct, free_residuals=False, primals=store["primals"])
 
     primal_out = tree_unflatten(out_tree, outs)
     return (primal_out, f_vjp, _rebuild_aux(store, aux)) if has_aux else (primal_out, f_vjp)
 
 
-def _pull_back(op: str, lin: Linearized, out_tree, in_tree, ct: Any, free_residuals: bool):
+def _pull_back(op: str, lin: Linearized, out_tree, in_tree, ct: Any, free_residuals: bool, primals: Sequence[Any]):
     flat_cts, ct_tree = tree_flatten(ct)
     if ct_tree != out_tree:
         raise ArgumentTypeError(f"{op}: the cotangent's structure {ct_tree} differs from the output's {out_tree}")
@@ -211,7 +213,15 @@ def _pull_back(op: str, lin: Linearized, out_tree, in_tree, ct: Any, free_residu
                              f"{aval.shape} and dtype {aval.dtype}; pass a cotangent like the output")  # fmt: skip
         checked.append(c)
     cts_in = lin.transpose(checked, free_residuals=free_residuals)
-    return tree_unflatten(in_tree, [_instantiate(c) for c in cts_in])
+    return tree_unflatten(in_tree, [_where_primal_is(_instantiate(c), x) for c, x in zip(cts_in, primals, strict=True)])
+
+
+def _where_primal_is(ct: Any, primal: Any) -> Any:
+    # A cotangent lives where its primal does: one made from constants alone (a zero, a linear map's
+    # coefficient) joins a committed primal's device instead of staying on the default one.
+    if type(ct) is Array and type(primal) is Array and primal._place.committed and ct._place is not primal._place:
+        return _put(ct, primal._place)
+    return ct
 
 
 def _argnums(op: str, argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
@@ -273,7 +283,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, op: str) -> C
             raise DTypeError(f"{op}: the function must return a real floating-point scalar, got shape () and dtype "
                              f"{out.dtype}" + ("; pass holomorphic=True for complex outputs" if dtypes.is_complex(out.dtype) else ""))  # fmt: skip
         one = wrap(np.ones((), out.dtype), out.weak_type)  # JAX's seed, ones_like(out): weak when out is
-        grads = _pull_back(op, lin, store["out_tree"], in_tree, one, free_residuals=True)
+        grads = _pull_back(op, lin, store["out_tree"], in_tree, one, free_residuals=True, primals=store["primals"])
         grads = grads[0] if isinstance(argnums, int) else grads
         value = tree_unflatten(store["out_tree"], outs)
         return ((value, _rebuild_aux(store, aux)), grads) if has_aux else (value, grads)

@@ -26,6 +26,7 @@ from ember.core.array import Array, from_host, wrap
 from ember.core.primitive import PRIMITIVES, new_trace
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.core.staging import StagingTrace
+from ember.core.transfer import _put
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError
 from ember.transforms.autodiff import _argnums, _as_arrays, _check_inputs, _name_like, jvp, vjp
 from ember.transforms.vmap import vmap
@@ -66,6 +67,13 @@ def _basis(leaves: Sequence[Any], total: int) -> list[Array]:
     return out
 
 
+def _placed(block: Any, x: Any, y: Any) -> Any:
+    for leaf in (x, y):
+        if type(leaf) is Array and leaf._place.committed:
+            return _put(block, leaf._place)  # (a traced block is returned as it is)
+    return block
+
+
 def _size(shape: Sequence[int]) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
@@ -86,9 +94,13 @@ def _float0_zeros(shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(shape, dtypes.float0)
 
 
-def _nest(out_tree, in_tree, argnums, blocks: list[list[Any]]) -> Any:
+def _nest(out_tree, in_tree, argnums, blocks: list[list[Any]], ins: Sequence[Any] = (), outs: Sequence[Any] = ()) -> Any:
     """The Jacobian pytree: output structure outside, the differentiated arguments' inside
-    (one argument's structure for an int `argnums`, a tuple of them for a tuple)."""
+    (one argument's structure for an int `argnums`, a tuple of them for a tuple). A block goes to the
+    device its input (else its output) is committed to: one computed from constants alone (the basis,
+    a linear map's coefficients) would otherwise land on the default device."""
+    if ins:
+        blocks = [[_placed(b, x, y) for b, x in zip(row, ins)] for row, y in zip(blocks, outs)]
     inner = [tree_unflatten(in_tree, row) for row in blocks]
     if isinstance(argnums, int):
         inner = [t[0] for t in inner]
@@ -173,7 +185,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             blocks.append([_cut(r, 0, start, start + n, o.shape, before=True) if r is not None
                            else _float0_zeros((*o.shape, *x.shape)) for r, x in zip(in_rows, in_leaves)])  # fmt: skip
             start += n
-        jac = _nest(out_tree, in_tree, argnums, blocks)
+        jac = _nest(out_tree, in_tree, argnums, blocks, in_leaves, out_leaves)
         return (jac, aux) if has_aux else jac
 
     jacfun = _name_like(jacfun, fun, op)
@@ -269,7 +281,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                            else _float0_zeros((*y.shape, *x.shape)))  # fmt: skip
                 start += n
             blocks.append(row)
-        jac = _nest(out_tree, in_tree, argnums, blocks)
+        jac = _nest(out_tree, in_tree, argnums, blocks, in_leaves, y_leaves)
         if has_aux:
             flowed = iter(aux_arrays)
             aux = tree_unflatten(store["aux_tree"], [next(flowed) if isinstance(a, Array) else a for a in store["aux_leaves"]])
