@@ -1,0 +1,305 @@
+"""Programs to Python on CuPy buffers, with fused CUDA kernels: the CUDA backend's compiler.
+
+`compile_program` does what the NumPy backend's compiler (codegen.py) does — one line of Python per
+equation, calling the backend's kernel on raw buffers — except that each group of elementwise
+equations (and the reduction that ends a chain: see fusion_cuda.py) runs as ONE generated CUDA kernel,
+a ``cupy.ElementwiseKernel`` or ``cupy.ReductionKernel`` declared at the top of the generated module::
+
+    _k0 = xp.ElementwiseKernel('float32 in0, float32 in1', 'float32 out0', ..., preamble=...)
+
+    def step(a, b):
+        c = xp.empty((1024, 256), dtype('float32'))
+        _k0(a, b, c)  # 14 equations: mul add mul ...
+        d = ops.dot_general(c, ...)
+        ...
+
+The kernels' C (c_source.py) is part of `Compiled.source`, next to the Python. A kernel object is made
+once per compile; CuPy compiles it with NVRTC on its first call and keeps the binary in its on-disk
+cache (``~/.cupy/kernel_cache``, keyed by the source's hash), so a second process, or a second
+program with the same chain, pays no compile: only the module load. `first_call_times()` reports how
+long each compiled program's first call took (mostly NVRTC), for measuring that.
+
+Generating the text needs no CuPy (`generate`); only `compile_program` (given ``xp=cupy``) makes the
+kernel objects. Sub-programs of control flow run through the same compiler (see
+ember/transforms/_compile.py's `active_backend`). `graphed` replays a whole program as one CUDA graph.
+Nothing here imports the core or the transforms.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import linecache
+import time
+from collections.abc import Callable, Sequence
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ember.backends import c_source
+from ember.backends.codegen import _PARAM_NAMESPACE, Compiled, _literal, _names
+from ember.backends.fusion_cuda import Group, plan_groups
+
+__all__ = ["Generated", "KernelSpec", "compile_program", "first_call_times", "generate"]
+
+_counter = itertools.count()
+_FIRST_CALLS: dict[str, float] = {}
+
+
+class KernelSpec:
+    """One generated kernel: `kind` "elementwise" or "reduction"; `inputs`/`outputs` the (name, dtype)
+    of its parameters; `body` the C of its device function `<name>_body` (elementwise: inputs, then a
+    reference per output) or `<name>_map` (reduction: inputs -> the accumulator's value); for a
+    reduction `reduce_expr`, `identity`, `reduce_type` and `axes`."""
+
+    __slots__ = ("axes", "body", "identity", "inputs", "kind", "name", "outputs", "reduce_expr", "reduce_type", "summary")
+
+    def __init__(self, **fields: Any):
+        for k in self.__slots__:
+            setattr(self, k, fields.get(k))
+
+    @property
+    def in_params(self) -> str:
+        return ", ".join(f"{np.dtype(d).name} {n}" for n, d in self.inputs)
+
+    @property
+    def out_params(self) -> str:
+        return ", ".join(f"{np.dtype(d).name} {n}" for n, d in self.outputs)
+
+    @property
+    def operation(self) -> str:
+        """The statement of an elementwise kernel (CuPy's `operation`): the body into temporaries of
+        the computing types (float for float16), then stored."""
+        temps = [f"{c_source.CTYPE[np.dtype(d).name]} _{n};" for n, d in self.outputs]
+        call = f"{self.name}_body({', '.join([n for n, _ in self.inputs] + [f'_{n}' for n, _ in self.outputs])});"
+        return " ".join([*temps, call, *(f"{n} = _{n};" for n, _ in self.outputs)])
+
+    def declaration(self) -> str:
+        """The Python that makes the kernel object (with `xp` the CuPy module)."""
+        if self.kind == "elementwise":
+            return (f"{self.name} = xp.ElementwiseKernel({self.in_params!r}, {self.out_params!r}, {self.operation!r}, "
+                    f"{self.name!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
+        post = "out0 = a"
+        return (f"{self.name} = xp.ReductionKernel({self.in_params!r}, {self.out_params!r}, "
+                f"{self.name + '_map(' + ', '.join(n for n, _ in self.inputs) + ')'!r}, {self.reduce_expr!r}, {post!r}, "
+                f"{self.identity!r}, {self.name!r}, reduce_type={self.reduce_type!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
+
+
+def _kernel_spec(group: Group, name: str) -> KernelSpec:
+    """The kernel of a fused group: its device function's C, one `const` local per equation."""
+    env: dict[Any, str] = {}
+    inputs = []
+    for k, v in enumerate(group.inputs):
+        env[v] = f"in{k}"
+        inputs.append((f"in{k}", v.aval.dtype))
+    lines = []
+    for j, eqn in enumerate(group.eqns):
+        args = [env[v] if type(v).__name__ == "Var" else c_source.literal(v.value, v.aval.dtype) for v in eqn.inputs]
+        out = eqn.outvars[0]
+        if eqn.primitive.name == "broadcast_in_dim":  # NumPy-style: the same element
+            env[out] = args[0]
+            continue
+        expr = c_source.expression(eqn, args)
+        if expr == args[0] and type(eqn.inputs[0]).__name__ == "Var":
+            env[out] = expr  # an identity (copy, stop_gradient, a convert to the same dtype)
+            continue
+        env[out] = f"v{j}"
+        lines.append(f"  const {c_source.CTYPE[np.dtype(out.aval.dtype).name]} v{j} = {expr};  // {eqn.primitive.name}")
+    params = [f"const {c_source.CTYPE[np.dtype(d).name]} {n}" for n, d in inputs]
+    summary = " ".join(e.primitive.name for e in group.eqns)
+    if group.reduction is None:
+        outputs = [(f"out{k}", v.aval.dtype) for k, v in enumerate(group.outvars)]
+        params += [f"{c_source.CTYPE[np.dtype(d).name]}& {n}" for n, d in outputs]
+        lines += [f"  {n} = {env[v]};" for (n, _), v in zip(outputs, group.outvars)]
+        head = f"__device__ __forceinline__ void {name}_body({', '.join(params)}) {{"
+        return KernelSpec(kind="elementwise", name=name, inputs=inputs, outputs=outputs, summary=summary,
+                          body="\n".join([head, *lines, "}"]) + "\n")  # fmt: skip
+    red = group.reduction
+    operand = red.inputs[0]
+    reduce_expr, identity, acc = c_source.reduction(red)
+    value = env[operand] if type(operand).__name__ == "Var" else c_source.literal(operand.value, operand.aval.dtype)
+    head = f"__device__ __forceinline__ {acc} {name}_map({', '.join(params)}) {{"
+    lines.append(f"  return ({acc})({value});")
+    return KernelSpec(kind="reduction", name=name, inputs=inputs, outputs=[("out0", red.outvars[0].aval.dtype)],
+                      body="\n".join([head, *lines, "}"]) + "\n", reduce_expr=reduce_expr, identity=identity,
+                      reduce_type=acc.replace("ember_c64", "thrust::complex<float>").replace("ember_c128", "thrust::complex<double>"),
+                      axes=tuple(red.params["axes"]), summary=f"{summary} {red.primitive.name}")  # fmt: skip
+
+
+class Generated:
+    """A program's generated module before it runs: `source` (the text, kernels' C included),
+    `kernels` (their specs), `fn_name`, and the objects its names refer to: `ops` (kernels of
+    unfused equations) and `consts` (values without a literal)."""
+
+    __slots__ = ("consts", "fn_name", "kernels", "ops", "source")
+
+    def __init__(self, source: str, kernels: list[KernelSpec], fn_name: str, ops: dict[str, Any], consts: dict[str, Any]):
+        self.source, self.kernels, self.fn_name, self.ops, self.consts = source, kernels, fn_name, ops, consts
+
+
+def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name: str = "program") -> Generated:
+    """The generated module of `program` (nothing is compiled; CuPy is not needed).
+
+    >>> program = ember.make_ir(lambda x: enp.sum(enp.tanh(x * 2.0) + 1.0))(enp.ones(3)).program
+    >>> gen = generate(program, name="f")
+    >>> [(k.kind, k.summary) for k in gen.kernels]
+    [('reduction', 'mul tanh add reduce_sum')]
+    >>> print(gen.source.split("\\n\\n")[-1])
+    def f(a):
+        b = _k0(a, axis=(0,))  # mul tanh add reduce_sum
+        return [b]
+    <BLANKLINE>
+    """
+    names = (n for n in _names() if n != "xp")
+    var_name: dict[Any, str] = {}
+    ops: dict[str, Any] = {}
+    consts: dict[str, Any] = {}
+    literals: dict[str, str] = {}
+    kernels: list[KernelSpec] = []
+
+    def name_of(v: Any) -> str:
+        if type(v).__name__ == "Literal":
+            text = _literal(v.value)
+            if text is None:
+                key = f"_c{len(consts)}"
+                consts[key] = v.value
+                return key
+            return literals.setdefault(text, f"_l{len(literals)}")
+        return var_name[v]
+
+    def param(value: Any) -> str:
+        text = _literal(value)
+        if text is None:
+            key = f"_p{len(consts)}"
+            consts[key] = value
+            return key
+        return text
+
+    def op_name(prim: Any) -> str:
+        fn = kernel_for(prim) if kernel_for is not None else None
+        ident = prim.name if prim.name.isidentifier() and not keyword.iskeyword(prim.name) else f"op_{len(ops)}"
+        while ident in ops and ops[ident] is not fn:
+            ident += "_"
+        ops[ident] = fn
+        return f"ops.{ident}"
+
+    def group_lines(group: Group) -> list[str]:
+        spec = _kernel_spec(group, f"_k{len(kernels)}")
+        kernels.append(spec)
+        args = [name_of(v) for v in group.inputs]  # CuPy broadcasts each NumPy-style into the group's shape
+        if spec.kind == "reduction":
+            if tuple(np.broadcast_shapes(*(v.aval.shape for v in group.inputs), ())) != group.shape:
+                if not args:  # nothing to broadcast: a zero-size placeholder input gives the shape
+                    return [f"    # {spec.summary}: no operand; left to the backend"]
+                args[0] = f"xp.broadcast_to({args[0]}, {group.shape})"
+            var_name[group.outvars[0]] = next(names)
+            return [f"    {var_name[group.outvars[0]]} = {spec.name}({', '.join(args)}, axis={spec.axes})  # {spec.summary}"]
+        lines = []
+        for v in group.outvars:
+            var_name[v] = next(names)
+            lines.append(f"    {var_name[v]} = xp.empty({group.shape}, {np.dtype(v.aval.dtype)!r})")
+        outs = [var_name[v] for v in group.outvars]
+        lines.append(f"    {spec.name}({', '.join([*args, *outs])})  # {spec.summary}")
+        return lines
+
+    for v in (*program.constvars, *program.invars):
+        var_name[v] = next(names)
+    fn_name = name if name.isidentifier() and not keyword.iskeyword(name) else "program"
+    lines = [f"def {fn_name}({', '.join(var_name[v] for v in (*program.constvars, *program.invars))}):"]
+    for item in plan_groups(program):
+        if type(item) is Group:
+            if item.outvars:
+                lines += group_lines(item)
+            continue
+        eqn = item
+        args = [name_of(v) for v in eqn.inputs]
+        args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
+        call = f"{op_name(eqn.primitive)}({', '.join(args)})"
+        for v in eqn.outvars:
+            var_name[v] = next(names)
+        outs = [var_name[v] for v in eqn.outvars]
+        if eqn.primitive.multiple_results:
+            target = f"{outs[0]}," if len(outs) == 1 else ", ".join(outs) if outs else "_"
+        else:
+            target = outs[0]
+        lines.append(f"    {target} = {call}")
+    returned = [name_of(v) if type(v).__name__ == "Var" else f"xp.asarray({name_of(v)})" for v in program.outvars]
+    lines.append(f"    return [{', '.join(returned)}]")
+    head = [f"{key} = {text}" for text, key in literals.items()]
+    for spec in kernels:
+        head += [f"{spec.name}_c = r'''", *spec.body.splitlines(), "'''", spec.declaration()]
+    source = "\n".join([*head, "", *lines]) + "\n" if head else "\n".join(lines) + "\n"
+    return Generated(source, kernels, fn_name, ops, consts)
+
+
+def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program",
+                    donated: Sequence[int] = (), *, xp: ModuleType) -> Compiled:  # fmt: skip
+    """Generate and compile the function that runs `program` on CuPy buffers (`xp` is the CuPy module):
+    it takes the constants' buffers, then the inputs', and returns the list of output buffers.
+    `kernel_for(primitive)` gives the function that runs an unfused primitive on raw buffers (with its
+    parameters as keywords). `donated` is accepted for the backends' common signature; the fused
+    kernels write into new buffers from CuPy's pool, which reuses freed memory at once.
+
+    Run with `xp=numpy`, only the Python is checked (no kernel is made without CuPy):
+
+    >>> import numpy
+    >>> program = ember.make_ir(lambda x: x * 2.0 + 1.0)(enp.ones(3)).program
+    >>> compiled = compile_program(program, lambda prim: None, xp=numpy)
+    >>> print(compiled.source.split("\\n\\n")[-1])
+    def program(a):
+        b = xp.empty((3,), dtype('float32'))
+        _k0(a, b)  # mul add
+        return [b]
+    <BLANKLINE>
+    """
+    del donated
+    gen = generate(program, kernel_for, name)
+    filename = f"<ember-cuda-jit-{next(_counter)}-{gen.fn_name}>"
+    consts = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in gen.consts.items()}
+    namespace = {"ops": SimpleNamespace(**gen.ops), "np": np, "xp": xp, "_PRELUDE": c_source.CUDA_HEADER + c_source.PRELUDE,
+                 **_PARAM_NAMESPACE, **consts}  # fmt: skip
+    if not hasattr(xp, "ElementwiseKernel"):  # (a text-only check: kernels need CuPy)
+        namespace["xp"] = SimpleNamespace(ElementwiseKernel=_no_cupy, ReductionKernel=_no_cupy, empty=xp.empty,
+                                          asarray=xp.asarray, broadcast_to=xp.broadcast_to)  # fmt: skip
+    code = compile(gen.source, filename, "exec")
+    exec(code, namespace)  # noqa: S102 - the generated program is the product
+    linecache.cache[filename] = (len(gen.source), None, gen.source.splitlines(keepends=True), filename)
+    return Compiled(_timed_first_call(namespace[gen.fn_name], filename), gen.source, filename)
+
+
+def _no_cupy(*args: Any, **kwargs: Any) -> Callable[..., Any]:
+    def missing(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("generated CUDA kernels run on CuPy arrays: compile with xp=cupy")
+
+    return missing
+
+
+def _timed_first_call(fn: Callable[..., list], filename: str) -> Callable[..., list]:
+    """`fn`, recording in `first_call_times()` how long its first call took (kernels compile then)."""
+
+    def first(*buffers: Any) -> list:
+        start = time.perf_counter()
+        try:
+            return fn(*buffers)
+        finally:
+            _FIRST_CALLS.setdefault(filename, time.perf_counter() - start)
+            wrapper.call = fn
+
+    def wrapper(*buffers: Any) -> list:
+        return wrapper.call(*buffers)
+
+    wrapper.call = first
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+def first_call_times() -> dict[str, float]:
+    """Seconds each compiled program's first call took, by file name (the first call compiles its
+    kernels, or loads them from CuPy's disk cache; on a GPU, launches are asynchronous, so this is
+    the host's time).
+
+    >>> isinstance(first_call_times(), dict)
+    True
+    """
+    return dict(_FIRST_CALLS)

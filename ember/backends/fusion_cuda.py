@@ -1,0 +1,209 @@
+"""Kernel fusion for the CUDA compiler: which equations run together in one generated kernel.
+
+A GPU pays for every kernel launch (~5 µs from Python) and for every pass over memory, so chains of
+elementwise equations run as ONE kernel that computes each element of its results from its inputs in
+registers, and a chain that ends in a reduction (sum, max, min, prod) runs as one reduction kernel
+whose map step is the chain. Unlike the NumPy backend's block loops (fusion.py), members may have
+different shapes: an operand of a smaller shape broadcasts (NumPy-style, aligned on the right) into
+the group's shape and is recomputed per element, which is what XLA's loop fusion does too.
+
+`plan_groups` picks the groups:
+
+1. a fusible equation (`c_source.fusible`) joins the open groups of its own shape that produced its
+   operands, merging them; a group closes for new members once an equation outside it reads one of
+   its values (so running the group at its last member's place computes everything before anyone
+   reads it) — the rule of fusion.py;
+2. a group (or lone fusible equation) all of whose values are read only by one later group of a larger
+   shape they broadcast into, and none returned, moves into that group (recomputed per element);
+3. a fusible reduction whose operand is the only value a group hands out becomes that group's end.
+
+Nothing here imports the core or CuPy: programs are read through their attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.backends.c_source import fusible, reduction_fusible
+
+__all__ = ["Group", "plan_groups"]
+
+
+def _broadcasts(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
+    """Whether `small` broadcasts into `big` NumPy-style (aligned on the right)."""
+    if len(small) > len(big):
+        return False
+    return all(s in (1, b) for s, b in zip(small[::-1], big[::-1]))
+
+
+class Group:
+    """Equations run as one generated kernel, in place of equation `at` of the program. `eqns` in
+    program order; `inputs`: the variables it reads from outside; `outvars`: the values it hands out
+    (each of the group's `shape`); `reduction`: the final reduction equation, or None (then the kernel
+    is elementwise). A reduction group hands out exactly the reduction's result."""
+
+    __slots__ = ("at", "eqns", "inputs", "outvars", "reduction", "shape")
+
+    def __init__(self, eqns: list[Any], inputs: list[Any], outvars: list[Any], shape: tuple[int, ...], at: int,
+                 reduction: Any = None):  # fmt: skip
+        self.eqns, self.inputs, self.outvars, self.shape, self.at = eqns, inputs, outvars, shape, at
+        self.reduction = reduction
+
+    def __repr__(self) -> str:
+        kind = f"ending in {self.reduction.primitive.name}" if self.reduction is not None else "elementwise"
+        return f"Group({len(self.eqns)} equations on {self.shape}, {kind})"
+
+
+# Equations that alone are better left to the backend: a view needs no kernel, nor an identity.
+_ALONE_NOT_WORTH = frozenset(("broadcast_in_dim", "stop_gradient"))
+
+
+def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> list[Any]:
+    """The program's equations in order, each group (of one or more equations) replaced by one `Group`
+    at the place of its last member (a reduction group: of its reduction).
+
+    >>> program = ember.make_ir(lambda x, y: enp.sum(enp.tanh(x * 2.0 + y), axis=1))(enp.ones((2, 3)), enp.ones(3)).program
+    >>> plan_groups(program)
+    [Group(4 equations on (2, 3), ending in reduce_sum)]
+    """
+    eqns = program.eqns
+    readers: dict[Any, set[int]] = {}
+    for i, eqn in enumerate(eqns):
+        for v in eqn.inputs:
+            if type(v).__name__ == "Var":
+                readers.setdefault(v, set()).add(i)
+    returned = {v for v in program.outvars if type(v).__name__ == "Var"}
+
+    # 1. same-shape groups, as fusion.py
+    group_of: dict[int, int] = {}  # equation -> group id
+    made_by: dict[Any, int] = {}  # variable -> group id of its producer
+    members: dict[int, list[int]] = {}
+    closed: set[int] = set()
+    merged: dict[int, int] = {}
+
+    def find(g: int) -> int:
+        while g in merged:
+            g = merged[g]
+        return g
+
+    for i, eqn in enumerate(eqns):
+        joins = {find(made_by[v]) for v in eqn.inputs if v in made_by}
+        if is_fusible(eqn):
+            shape = eqn.outvars[0].aval.shape
+            fits = {g for g in joins if g not in closed and eqns[members[g][0]].outvars[0].aval.shape == shape}
+            closed.update(joins - fits)
+            gid = min(fits) if fits else i
+            members.setdefault(gid, [])
+            for g in sorted(fits - {gid}):
+                merged[g] = gid
+                members[gid] += members.pop(g)
+            members[gid].append(i)
+            made_by[eqn.outvars[0]] = gid
+        else:
+            closed.update(joins)
+    for gid, m in members.items():
+        for i in m:
+            group_of[i] = gid
+
+    def shape_of(gid: int) -> tuple[int, ...]:
+        outs = handed_out(gid)
+        return outs[0].aval.shape if outs else ()
+
+    def handed_out(gid: int) -> list[Any]:
+        inside = set(members[gid])
+        return [eqns[i].outvars[0] for i in sorted(members[gid])
+                if eqns[i].outvars[0] in returned or readers.get(eqns[i].outvars[0], set()) - inside]  # fmt: skip
+
+    # 2. small groups whose values only a larger group reads move into it (latest first: chains fold up)
+    changed = True
+    while changed:
+        changed = False
+        for gid in sorted(members, key=lambda g: -max(members[g])):
+            outs = handed_out(gid)
+            if not outs:
+                continue
+            shape = shape_of(gid)
+            targets = {group_of.get(r) for v in outs for r in readers.get(v, ())}
+            if len(targets) != 1 or None in targets or any(v in returned for v in outs):
+                continue
+            (target,) = targets
+            big = shape_of(target) if handed_out(target) else eqns[max(members[target])].outvars[0].aval.shape
+            if target == gid or big == shape or not _broadcasts(shape, big):
+                continue
+            members[target] = sorted(members[target] + members.pop(gid))
+            for i in members[target]:
+                group_of[i] = target
+            changed = True
+            break
+
+    # 3. a reduction ends the group whose only value it reads
+    ends: dict[int, int] = {}  # group id -> index of its final reduction
+    for i, eqn in enumerate(eqns):
+        if i in group_of or not reduction_fusible(eqn):
+            continue
+        v = eqn.inputs[0]
+        gid = group_of.get(next((k for k in range(i) if v in eqns[k].outvars), -1))
+        if gid is not None and gid not in ends and handed_out(gid) == [v] and readers[v] == {i} and v not in returned:
+            ends[gid] = i
+
+    # 4. sibling groups of one shape merge (one launch, inputs read once) when none of the earlier
+    # group's values is read between the two: running it at the later one's place changes nothing
+    place: dict[int, int] = {}  # group id -> where it runs, when not at its last member
+    defined_at = {v: i for i, eqn in enumerate(eqns) for v in eqn.outvars}
+    outside_reads = {v: sorted(r - {i for i in group_of}) for v, r in readers.items()}
+    order = sorted((g for g in members if g not in ends), key=lambda g: max(members[g]))
+    for k, a in enumerate(order):
+        if a not in members:
+            continue
+        outs_a = handed_out(a)
+        if not outs_a:
+            continue
+        shape = outs_a[0].aval.shape
+        for b in order[k + 1 :]:
+            if b not in members or shape_of(b) != shape or any(v.aval.shape != shape for v in handed_out(b)):
+                continue
+            end, start = place.get(b, max(members[b])), place.get(a, max(members[a]))
+            if end < start:
+                continue
+            if any(start < r <= end for v in outs_a for r in outside_reads.get(v, ())):
+                # a's values are read before b runs: b may still run early, at a's place, if all
+                # it reads from outside is there by then (a value read by a reduction and a chain)
+                inside = {eqns[i].outvars[0] for i in members[a] + members[b]}
+                if any(defined_at.get(v, -1) >= start for i in members[b] for v in eqns[i].inputs if v not in inside):
+                    continue
+                place[b] = start
+            members[b] = sorted(members[b] + members.pop(a))
+            for i in members[b]:
+                group_of[i] = b
+            break
+
+    items: list[Any] = []
+    at = {ends[gid] if gid in ends else place.get(gid, max(m)): gid for gid, m in members.items()}
+    reductions = set(ends.values())
+    for i, eqn in enumerate(eqns):
+        if i in at:
+            gid = at[i]
+            group = [eqns[k] for k in sorted(members[gid])]
+            if gid in ends:
+                items.append(_group(group, [eqn.outvars[0]], i, eqn))
+            elif len(group) == 1 and group[0].primitive.name in _ALONE_NOT_WORTH:
+                items.append(group[0])
+            else:
+                items.append(_group(group, handed_out(gid), i))
+        elif i not in group_of and i not in reductions:
+            items.append(eqn)
+    return items
+
+
+def _group(eqns: list[Any], outvars: list[Any], at: int, reduction: Any = None) -> Group:
+    produced = {e.outvars[0] for e in eqns}
+    inputs: list[Any] = []
+    for eqn in (*eqns, *([reduction] if reduction is not None else [])):
+        for v in eqn.inputs:
+            if v not in produced and type(v).__name__ == "Var" and v not in inputs:
+                inputs.append(v)
+    shape = eqns[-1].outvars[0].aval.shape if reduction is None else reduction.inputs[0].aval.shape
+    if reduction is None:
+        shape = outvars[0].aval.shape if outvars else shape
+    return Group(eqns, inputs, outvars, shape, at, reduction)
