@@ -1,0 +1,464 @@
+"""The CUDA backend (ember/backends/cuda_backend.py, kernels_cuda.py).
+
+Most of it is checked without a GPU: the table's names, the overrides that are plain `xp` code (run
+with NumPy standing in for CuPy, against the CPU kernels), the threefry CUDA source (compiled as host C
+by gcc and compared bit for bit with the CPU kernel and Random123's known answers; compiled by nvcc
+where present), and the errors without CuPy or without a device. Tests that need a GPU skip with a
+reason when there is none.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib
+import shutil
+import subprocess
+import types
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember import backends
+from ember.backends import cpu
+from ember.backends import kernels_cuda as kc
+from ember.backends.kernels import make_kernels
+from ember.backends.kernels_random import threefry2x32
+from ember.core import primitive
+from ember.core.primitive import PRIMITIVES
+from ember.errors import DeviceError, DeviceMemoryError
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+INTS = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)]
+
+
+# --- the table, without CuPy ----------------------------------------------------------------------
+
+
+def test_every_primitive_with_a_cpu_kernel_has_a_cuda_kernel():
+    with_cpu_kernel = {name for name in PRIMITIVES if name in cpu.kernels}
+    missing = with_cpu_kernel - kc.cuda_kernel_names()
+    assert not missing, f"primitives with a CPU kernel but none in the CUDA table: {sorted(missing)}"
+    assert len(with_cpu_kernel) > 100
+
+
+def test_cuda_only_overrides_name_real_primitives():
+    assert set(kc._CUPY_ONLY) <= set(cpu.kernels)
+    assert set(kc.generic_overrides(np)) <= set(cpu.kernels)
+
+
+class _StandIn(types.ModuleType):
+    """NumPy posing as another array module (CuPy): the shared kernels take their non-NumPy branches
+    (``xp is np`` is False, ``__name__`` is not "numpy"), and sort/argsort are stable by default, as CuPy's."""
+
+    def __init__(self) -> None:
+        super().__init__("cupy_stand_in")
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+    @staticmethod
+    def sort(a, axis=-1, kind=None):
+        return np.sort(a, axis=axis, kind="stable")
+
+    @staticmethod
+    def argsort(a, axis=-1, kind=None):
+        return np.argsort(a, axis=axis, kind="stable")
+
+
+STAND_IN = _StandIn()
+
+
+@functools.cache
+def stand_in_table() -> dict:
+    """The CUDA table's xp code with NumPy standing in for CuPy."""
+    k = make_kernels(STAND_IN)
+    k.update(kc.generic_overrides(STAND_IN))
+    return k
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_integer_div_and_rem_match_the_cpu_kernels(dtype):
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype)
+    edge = [0, 1, -1, 2, -2, 7, -7, info.min, info.max, info.min + 1, info.max - 1]
+    x = np.array([v for v in edge if info.min <= v <= info.max] * 12, dtype)
+    y = rng.permutation(np.array([v for v in edge if info.min <= v <= info.max] * 12, dtype))
+    big = rng.integers(info.min, info.max, size=500, dtype=dtype, endpoint=True)
+    small = rng.integers(max(info.min, -9), 10, size=500).astype(dtype)
+    x, y = np.concatenate([x, big, big]), np.concatenate([y, small, big[::-1]])
+    for name in ("div", "rem"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = cpu.kernels[name](x, y)
+        got = stand_in_table()[name](x, y)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} {dtype}")
+    # and against C semantics directly (Python ints): truncation toward zero, remainder with x's sign
+    q, r = stand_in_table()["div"](big, small), stand_in_table()["rem"](big, small)
+    for a, b, qq, rr in zip(big.tolist(), small.tolist(), q.tolist(), r.tolist()):
+        if b and not (dtype.kind == "i" and a == info.min and b == -1):
+            assert (qq, rr) == (int(a / b) if abs(a) < 2**52 else _c_div(a, b), a - b * _c_div(a, b))
+
+
+def _c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+@pytest.mark.parametrize("source", [np.float16, BF16, np.float32, np.float64, np.complex64], ids=str)
+def test_float_to_int_conversion_matches_the_cpu_kernel(source):
+    rng = np.random.default_rng(1)
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 127.0, 128.0, -128.0, -129.0, 255.0, 256.0,
+               32767.0, 32768.0, -32769.0, 2.0**31, -(2.0**31), 2.0**32, 2.0**63, -(2.0**63), 2.0**64, 1e30, -1e30]
+    values = np.concatenate([np.array(special), rng.normal(0, 1e3, 200), rng.normal(0, 1e10, 200)])
+    for n in (5, 40, len(values)):  # both sides of the CPU kernel's small-array path
+        x = values[:n].astype(source)
+        for target in [*INTS, np.dtype(np.bool_), np.dtype(np.float32)]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = cpu.kernels["convert_element_type"](x, new_dtype=target)
+                got = stand_in_table()["convert_element_type"](x, new_dtype=target)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"{x.dtype} -> {target}")
+
+
+@pytest.mark.parametrize("name", ["reduce_and", "reduce_or"])
+def test_logical_reductions_of_integers_match_the_cpu_kernel(name):
+    rng = np.random.default_rng(2)
+    for dtype in [*INTS, np.dtype(np.bool_)]:
+        for shape, axes in [((7, 5, 3), (1,)), ((7, 5, 3), (0, 2)), ((6,), (0,)), ((4, 0, 3), (1,)), ((4, 0), (0,)),
+                            ((3, 9), ()), ((1,), (0,))]:  # fmt: skip
+            x = rng.integers(0, 256, size=shape).astype(dtype) | (rng.random(shape) < 0.8).astype(dtype)
+            want = cpu.kernels[name](x, axes=axes)
+            got = stand_in_table()[name](x, axes=axes)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {dtype} {shape} {axes}")
+
+
+@pytest.mark.parametrize("op", [None, np.add, np.multiply, np.minimum, np.maximum], ids=lambda o: getattr(o, "__name__", "set"))
+def test_ordered_at_is_numpy_ufunc_at_with_duplicates(op):
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64, np.int32, np.uint8, np.complex64, np.bool_, BF16):
+        for trial in range(4):
+            shape = (5, 4)
+            n = [0, 1, 30, 200][trial]
+            index = (rng.integers(0, 5, n), rng.integers(0, 4, n))
+            updates = (rng.normal(size=n) * 3).astype(dtype)
+            if np.dtype(dtype).kind == "f" and n:
+                updates[rng.integers(0, n)] = np.nan
+            out = (rng.normal(size=shape) * 3).astype(dtype)
+            want = out.copy()
+            if op is None:
+                want[index] = updates  # NumPy: the last update of a target wins
+            else:
+                op.at(want, index, updates)
+            kc.OrderedAt(np, op, "stable").at(out, index, updates)
+            np.testing.assert_array_equal(out, want, err_msg=f"{op} {dtype} n={n}")
+
+
+def test_nan_where_fails_marks_failing_and_nonfinite_matrices():
+    a = np.stack([np.diag([2.0, 4.0]), np.zeros((2, 2)), np.full((2, 2), np.nan), np.array([[1.0, 2.0], [3.0, 4.0]])])
+    inv = kc.nan_where_fails(np, lambda m: [np.linalg.inv(m)], a.reshape(2, 2, 2, 2), np.linalg.LinAlgError)[0]
+    assert inv.shape == (2, 2, 2, 2)
+    inv = inv.reshape(4, 2, 2)
+    np.testing.assert_allclose(inv[0], np.diag([0.5, 0.25]))
+    assert np.isnan(inv[1]).all() and np.isnan(inv[2]).all()
+    np.testing.assert_allclose(inv[3], np.linalg.inv(a[3]))
+
+
+# Primitives whose CUDA code differs from the CPU's (an override, or a branch of the shared kernels taken
+# for any array module but NumPy): their op_db entries run with the stand-in table against the CPU table.
+_DIFFERENT_ON_CUDA = set(kc.generic_overrides(np)) | {
+    "sort", "top_k", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "conv_general_dilated",
+    "reduce_window_sum", "reduce_window_max", "reduce_window_min", "select_and_scatter_add", "select_and_gather_add",
+    "cholesky", "qr", "inv", "solve", "select_n", "gather", "scatter_add", "triangular_solve", "lu",
+}
+
+
+def _entries():
+    import op_db
+
+    return [op for op in op_db.OPS if set(op.primitives) & _DIFFERENT_ON_CUDA]
+
+
+@pytest.fixture
+def stand_in_kernels(monkeypatch):
+    """ember's CPU backend running the stand-in CUDA table (every cached kernel forgotten, before and after)."""
+    primitive._EAGER.clear()
+    monkeypatch.setattr(cpu, "kernels", stand_in_table())
+    for prim in PRIMITIVES.values():
+        monkeypatch.setattr(prim, "_kernel", None)
+    yield
+    primitive._EAGER.clear()
+
+
+def _run(op, sample):
+    from op_db import outputs_of
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            return [np.asarray(o) for o in outputs_of(op.op(*sample.args, **sample.kwargs))]
+        except np.linalg.LinAlgError:
+            return None  # np.linalg raises where cuSOLVER (kernels_cuda._linalg) gives NaN
+
+
+@pytest.mark.parametrize("op", _entries(), ids=lambda op: op.name)
+def test_op_db_entries_agree_with_the_stand_in_table(op, stand_in_kernels, monkeypatch):
+    from op_db import SIXTY_FOUR_BIT
+
+    rng = np.random.default_rng(4)
+    for dtype in op.dtypes:
+        with ember.config.x64(dtype in SIXTY_FOUR_BIT):
+            samples = op.samples(rng, dtype)[:6]
+            got = [_run(op, s) for s in samples]
+            with monkeypatch.context() as m:  # the ordinary CPU table
+                m.setattr(cpu, "kernels", make_kernels(np))
+                primitive._EAGER.clear()
+                for prim in PRIMITIVES.values():
+                    m.setattr(prim, "_kernel", None)
+                want = [_run(op, s) for s in samples]
+            primitive._EAGER.clear()
+        for sample, g, w in zip(samples, got, want):
+            if g is None:
+                continue
+            for gi, wi in zip(g, w, strict=True):
+                assert gi.dtype == wi.dtype and gi.shape == wi.shape, (op.name, sample)
+                if gi.dtype.kind in "biu":
+                    np.testing.assert_array_equal(gi, wi, err_msg=f"{op.name} {sample}")
+                else:
+                    rtol, atol = op.tolerance(gi.dtype)
+                    np.testing.assert_allclose(gi.astype(np.complex128 if gi.dtype.kind == "c" else np.float64),
+                                               wi.astype(np.complex128 if wi.dtype.kind == "c" else np.float64),
+                                               rtol=max(rtol, 1e-6), atol=max(atol, 1e-6), err_msg=f"{op.name} {sample}")
+
+
+# --- threefry: the CUDA source, compiled as host C -----------------------------------------------
+
+_HARNESS = r"""
+#define __global__
+#define __device__ static
+#define __forceinline__ inline
+struct ember_dim3 { unsigned int x, y, z; };
+static const struct ember_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0};
+static const struct ember_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+%s
+/* One "thread" whose grid-stride loop covers every counter. */
+void run(const ember_u32* k0, long long s0, const ember_u32* k1, long long s1, const ember_u32* x0,
+         const ember_u32* x1, ember_u32* y0, ember_u32* y1, long long n) {
+    ember_threefry2x32(k0, s0, k1, s1, x0, x1, y0, y1, n);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def threefry_c(tmp_path_factory):
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed: the threefry CUDA source is checked as host C")
+    folder = tmp_path_factory.mktemp("threefry")
+    source = folder / "threefry.c"
+    source.write_text(_HARNESS % kc.THREEFRY_SOURCE.replace('extern "C"', ""))
+    library = folder / "threefry.so"
+    subprocess.run([gcc, "-std=c99", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", str(source), "-o", str(library)],
+                   check=True, capture_output=True)  # fmt: skip
+    lib = ctypes.CDLL(str(library))
+    u32p = np.ctypeslib.ndpointer(np.uint32, flags="C_CONTIGUOUS")
+    lib.run.argtypes = [u32p, ctypes.c_longlong, u32p, ctypes.c_longlong, u32p, u32p, u32p, u32p, ctypes.c_longlong]
+    lib.run.restype = None
+
+    def run(k0, k1, x0, x1):
+        shape = np.broadcast_shapes(k0.shape, k1.shape, x0.shape, x1.shape)
+        xs = [np.ascontiguousarray(np.broadcast_to(x, shape), np.uint32).reshape(-1) for x in (x0, x1)]
+        ks = [np.ascontiguousarray(k.reshape(1) if k.size == 1 else np.broadcast_to(k, shape), np.uint32).reshape(-1)
+              for k in (k0, k1)]  # fmt: skip
+        y0, y1 = np.empty(xs[0].size, np.uint32), np.empty(xs[0].size, np.uint32)
+        lib.run(ks[0], int(k0.size != 1), ks[1], int(k1.size != 1), xs[0], xs[1], y0, y1, xs[0].size)
+        return y0.reshape(shape), y1.reshape(shape)
+
+    return run
+
+
+def test_threefry_cuda_source_gives_random123_known_answers(threefry_c):
+    # Random123's kat_vectors for threefry2x32_20 (also JAX's test_threefry_2x32): independent of ember.
+    cases = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+             ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+             ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]  # fmt: skip
+    for key, counter, expected in cases:
+        y0, y1 = threefry_c(*(np.array([v], np.uint32) for v in (*key, *counter)))
+        assert (int(y0[0]), int(y1[0])) == expected
+
+
+@pytest.mark.parametrize("layout", ["scalar key", "key per counter", "one key word per counter"])
+def test_threefry_cuda_source_matches_the_cpu_kernel_bit_for_bit(threefry_c, layout):
+    rng = np.random.default_rng(5)
+    n = 10_000
+    x0, x1 = (rng.integers(0, 2**32, n, dtype=np.uint32) for _ in range(2))
+    if layout == "scalar key":
+        k0, k1 = (np.array(rng.integers(0, 2**32, dtype=np.uint32)) for _ in range(2))
+    elif layout == "key per counter":
+        k0, k1 = (rng.integers(0, 2**32, n, dtype=np.uint32) for _ in range(2))
+    else:
+        k0, k1 = rng.integers(0, 2**32, n, dtype=np.uint32), np.array(7, np.uint32)
+    want = threefry2x32(np, k0, k1, x0, x1)
+    got = threefry_c(k0, k1, x0, x1)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_threefry_cuda_source_compiles_with_nvcc(tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not installed (CuPy compiles the kernel with NVRTC at run time; this is a build check)")
+    source = tmp_path / "threefry.cu"
+    source.write_text(kc.THREEFRY_SOURCE)
+    done = subprocess.run([nvcc, "--ptx", "-arch=compute_80", str(source), "-o", str(tmp_path / "threefry.ptx")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert ".entry ember_threefry2x32" in (tmp_path / "threefry.ptx").read_text()
+
+
+# --- without CuPy, or without a GPU --------------------------------------------------------------
+
+
+@pytest.fixture
+def no_cupy(monkeypatch):
+    monkeypatch.setattr(backends, "_cupy", lambda: None)
+    backends.cuda.cache_clear()
+    backends.cuda_device_count.cache_clear()
+    yield
+    backends.cuda.cache_clear()
+    backends.cuda_device_count.cache_clear()
+
+
+class _ForeignGpuArray:
+    """An array in (pretend) GPU memory, as a PyTorch CUDA tensor shows itself through DLPack."""
+
+    shape, dtype = (2,), np.dtype(np.float32)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_without_cupy_cuda_names_the_install_command(no_cupy):
+    assert ember.devices("cuda") == []
+    assert "pip install 'ember[cuda]'" in backends.available()["cuda"]
+    with pytest.raises(DeviceError, match=r"pip install 'ember\[cuda\]'"):
+        ember.device_put(enp.ones(2), "cuda:0")
+    with pytest.raises(DeviceError, match=r"_ForeignGpuArray is an array in GPU memory.*pip install 'ember\[cuda\]'"):
+        enp.asarray(_ForeignGpuArray())
+
+
+def test_cpu_arrays_have_no_cuda_array_interface_and_a_cpu_dlpack_device():
+    x = enp.arange(3.0)
+    assert not hasattr(x, "__cuda_array_interface__")
+    assert x.__dlpack_device__() == (1, 0)
+
+
+def _cupy_or_skip():
+    return pytest.importorskip("cupy", reason="CuPy is not installed (pip install 'ember[cuda]')")
+
+
+def test_with_cupy_but_no_gpu():
+    _cupy_or_skip()
+    backends.cuda_device_count.cache_clear()
+    if backends.cuda_device_count():
+        pytest.skip("a GPU is present: this checks the machine without one")
+    backend = backends.cuda()  # building the table touches no device
+    assert backend.platform == "cuda" and set(backend.kernels) == set(kc.cuda_kernel_names())
+    assert ember.devices("cuda") == []
+    with pytest.raises(DeviceError, match="device cuda:0 is not present"):
+        ember.device_put(enp.ones(2), "cuda:0")
+    with pytest.raises(DeviceError, match="finds no CUDA device"):
+        enp.asarray(_ForeignGpuArray())
+
+
+def test_compile_delegates_to_codegen_cuda():
+    cuda_backend = importlib.import_module("ember.backends.cuda_backend")
+    assert "codegen_cuda" in cuda_backend.CudaBackend.compile.__code__.co_names
+
+
+def test_out_of_memory_message_names_operation_operands_size_and_fix():
+    cuda_backend = importlib.import_module("ember.backends.cuda_backend")
+
+    class Oom(MemoryError):
+        _size, _total = 3 * 2**30, 70 * 2**30
+
+    err = cuda_backend.out_of_memory("dot_general", (np.zeros((4, 8), np.float32), np.zeros((8, 2), BF16)), Oom())
+    assert isinstance(err, DeviceMemoryError) and isinstance(err, MemoryError)
+    message = str(err)
+    for part in ("dot_general", "3.0 GiB", "70.0 GiB", "float32[4, 8]", "bfloat16[8, 2]", "chunk_size=", "smaller batch"):
+        assert part in message, (part, message)
+
+
+# --- on a GPU ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gpu():
+    cupy = _cupy_or_skip()
+    backends.cuda_device_count.cache_clear()
+    if backends.cuda_device_count() == 0:
+        pytest.skip("no CUDA device (CuPy finds none)")
+    return cupy
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (1 << 19, 3)], ids=["0-d", "small", "pinned path"])
+def test_transfers_round_trip(gpu, shape):
+    x = np.random.default_rng(6).normal(size=shape).astype(np.float32)
+    y = ember.device_put(enp.asarray(x), "cuda:0")
+    assert y.device == ember.devices("cuda")[0] and y.committed
+    assert isinstance(y._value, gpu.ndarray)
+    back = np.asarray(y)
+    assert type(back) is np.ndarray
+    np.testing.assert_array_equal(back, x)
+    np.testing.assert_array_equal(np.asarray(y * 2), x * 2)
+
+
+def test_cupy_arrays_come_in_without_the_host_and_out_through_dlpack(gpu):
+    c = gpu.arange(6, dtype=gpu.float32).reshape(2, 3)
+    x = enp.asarray(c)
+    assert x.device.platform == "cuda" and not x.committed
+    c[0, 0] = 100  # ember copied it: the array does not change
+    assert np.asarray(x)[0, 0] == 0
+    back = gpu.from_dlpack(x)
+    assert back.device.id == x.device.id
+    np.testing.assert_array_equal(gpu.asnumpy(back), np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert x.__dlpack_device__()[0] == 2
+    interface = x.__cuda_array_interface__
+    assert interface["shape"] == (2, 3) and interface["data"][1] is True  # read-only
+
+
+def test_torch_reads_gpu_arrays_through_dlpack(gpu):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("this PyTorch has no CUDA")
+    x = ember.device_put(enp.arange(4.0), "cuda:0")
+    t = torch.from_dlpack(x)
+    assert t.is_cuda and t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    y = enp.asarray(torch.arange(3, device="cuda", dtype=torch.float32))
+    assert y.device.platform == "cuda" and np.asarray(y).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_out_of_memory_raises_device_memory_error(gpu):
+    x = ember.device_put(enp.ones((1,), dtype=np.float32), "cuda:0")
+    huge = enp.broadcast_to(x, (1 << 42,))  # a view: nothing allocated yet
+    with pytest.raises(DeviceMemoryError, match=r"(?s)mul: the GPU ran out of memory allocating 16\.0 TiB.*chunk_size="):
+        huge * 2
+
+
+def test_kernels_run_on_their_operands_gpu(gpu):
+    if backends.cuda_device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = ember.device_put(enp.arange(5.0), "cuda:1")
+    with gpu.cuda.Device(0):
+        y = x * 2 + 1
+    assert y.device == ember.devices("cuda")[1] and y._value.data.device_id == 1
+    np.testing.assert_array_equal(np.asarray(y), np.arange(5.0, dtype=np.float32) * 2 + 1)
+    z = ember.device_put(y, "cuda:0")
+    assert z._value.data.device_id == 0
