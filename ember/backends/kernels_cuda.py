@@ -89,8 +89,9 @@ _THREADS = 256
 _MAX_BLOCKS = 65535 * 4  # grid-stride beyond this; plenty of blocks to fill any GPU
 
 
-def make_cuda_kernels(cupy: ModuleType) -> dict[str, Any]:
+def make_cuda_kernels(cupy: ModuleType, cupyx: ModuleType | None = None) -> dict[str, Any]:
     """The CUDA kernel table: `make_kernels(cupy)` with this module's overrides (no device is touched).
+    `cupyx` is CuPy's companion module (imported when not given; tests pass stand-ins for both).
 
     >>> names = cuda_kernel_names()  # the same names, found without CuPy
     >>> "threefry2x32" in names and "scatter_add" in names
@@ -98,7 +99,9 @@ def make_cuda_kernels(cupy: ModuleType) -> dict[str, Any]:
     """
     k = make_kernels(cupy)
     k.update(generic_overrides(cupy))
-    k.update(_cupy_overrides(cupy, dict(k)))
+    if cupyx is None:
+        import cupyx
+    k.update(_cupy_overrides(cupy, cupyx, dict(k)))
     return k
 
 
@@ -272,9 +275,7 @@ _ATOMIC_ADD = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int3
 _ATOMIC_MINMAX = {np.dtype(t) for t in (np.int32, np.uint32, np.uint64)}
 
 
-def _cupy_overrides(cupy: ModuleType, shared: dict[str, Any]) -> dict[str, Any]:
-    import cupyx
-
+def _cupy_overrides(cupy: ModuleType, cupyx: ModuleType, shared: dict[str, Any]) -> dict[str, Any]:
     k = {"threefry2x32": _threefry(cupy), "fft": _fft(cupy), "scatter_add": _scatter_atomic(cupy, cupyx, "add")}
     k["scatter_min"] = _scatter_atomic(cupy, cupyx, "min")
     k["scatter_max"] = _scatter_atomic(cupy, cupyx, "max")
