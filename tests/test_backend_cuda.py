@@ -172,7 +172,8 @@ def test_logical_reductions_of_integers_match_the_cpu_kernel(name):
             np.testing.assert_array_equal(got, want, err_msg=f"{name} {dtype} {shape} {axes}")
 
 
-@pytest.mark.parametrize("op", [None, np.add, np.multiply, np.minimum, np.maximum], ids=lambda o: getattr(o, "__name__", "set"))
+@pytest.mark.parametrize("op", [None, np.add, np.multiply, np.minimum, np.maximum],
+                         ids=lambda o: getattr(o, "__name__", "set"))
 def test_ordered_at_is_numpy_ufunc_at_with_duplicates(op):
     rng = np.random.default_rng(3)
     for dtype in (np.float32, np.float64, np.int32, np.uint8, np.complex64, np.bool_, BF16):
@@ -284,7 +285,8 @@ def test_op_db_entries_agree_with_the_stand_in_table(op, stand_in_kernels, monke
                     rtol, atol = op.tolerance(gi.dtype)
                     np.testing.assert_allclose(gi.astype(np.complex128 if gi.dtype.kind == "c" else np.float64),
                                                wi.astype(np.complex128 if wi.dtype.kind == "c" else np.float64),
-                                               rtol=max(rtol, 1e-6), atol=max(atol, 1e-6), err_msg=f"{op.name} {sample}")
+                                               rtol=max(rtol, 1e-6), atol=max(atol, 1e-6),
+                                               err_msg=f"{op.name} {sample}")
 
 
 # --- threefry: the CUDA source, compiled as host C -----------------------------------------------
@@ -408,6 +410,17 @@ def test_without_cupy_cuda_names_the_install_command(no_cupy):
         enp.asarray(_ForeignGpuArray())
 
 
+def test_a_host_callback_returning_gpu_memory_gets_a_device_error():
+    class GpuResult:
+        __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    def callback(x):
+        return GpuResult()
+
+    with pytest.raises(DeviceError, match=r"pure_callback: callback returned a GpuResult in GPU memory.*cupy.asnumpy"):
+        ember.pure_callback(callback, ember.ShapeDtypeStruct((2,), np.float32), enp.ones(2))
+
+
 def test_cpu_arrays_have_no_cuda_array_interface_and_a_cpu_dlpack_device():
     x = enp.arange(3.0)
     assert not hasattr(x, "__cuda_array_interface__")
@@ -446,7 +459,8 @@ def test_out_of_memory_message_names_operation_operands_size_and_fix():
     err = cuda_backend.out_of_memory("dot_general", (np.zeros((4, 8), np.float32), np.zeros((8, 2), BF16)), Oom())
     assert isinstance(err, DeviceMemoryError) and isinstance(err, MemoryError)
     message = str(err)
-    for part in ("dot_general", "3.0 GiB", "70.0 GiB", "float32[4, 8]", "bfloat16[8, 2]", "chunk_size=", "smaller batch"):
+    parts = ("dot_general", "3.0 GiB", "70.0 GiB", "float32[4, 8]", "bfloat16[8, 2]", "chunk_size=", "smaller batch")
+    for part in parts:
         assert part in message, (part, message)
 
 
@@ -502,7 +516,7 @@ def test_torch_reads_gpu_arrays_through_dlpack(gpu):
 def test_out_of_memory_raises_device_memory_error(gpu):
     x = ember.device_put(enp.ones((1,), dtype=np.float32), "cuda:0")
     huge = enp.broadcast_to(x, (1 << 42,))  # a view: nothing allocated yet
-    with pytest.raises(DeviceMemoryError, match=r"(?s)mul: the GPU ran out of memory allocating 16\.0 TiB.*chunk_size="):
+    with pytest.raises(DeviceMemoryError, match=r"(?s)mul: the GPU ran out of memory allocating 16\.0 TiB.*chunk_size"):
         huge * 2
 
 

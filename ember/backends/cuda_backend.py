@@ -175,6 +175,8 @@ class CudaBackend(Backend):
         kwargs: dict[str, Any] = {"stream": stream}
         if max_version is not None:
             kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device  # another GPU: CuPy raises BufferError, as the array API says
         return buffer.__dlpack__(**kwargs)
 
 

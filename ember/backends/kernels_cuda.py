@@ -43,7 +43,8 @@ from ember.backends import kernels_eigen, kernels_indexing
 from ember.backends.kernels import _INT_RANGE, _LOW_PRECISION, make_kernels
 from ember.backends.kernels_fft import FFT, IFFT, IRFFT, RFFT
 
-__all__ = ["THREEFRY_SOURCE", "OrderedAt", "cuda_kernel_names", "generic_overrides", "make_cuda_kernels", "nan_where_fails"]
+__all__ = ["THREEFRY_SOURCE", "OrderedAt", "cuda_kernel_names", "generic_overrides", "make_cuda_kernels",
+           "nan_where_fails"]
 
 # Threefry-2x32-20 (Random123; the schedule of kernels_random.threefry2x32), one thread per counter pair,
 # grid-stride. A key pointer with step 0 is one key for every counter.
@@ -143,7 +144,7 @@ def generic_overrides(xp: ModuleType) -> dict[str, Any]:
         return kernel
 
     def scatter(op):
-        def kernel(operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted=False, unique_indices=False):
+        def kernel(operand, indices, updates, *, dimension_numbers, mode, **_: Any):
             return kernels_indexing.scatter_kernel(xp, OrderedAt(xp, op, stable), operand, indices, updates,
                                                    dimension_numbers, mode)  # fmt: skip
 
@@ -351,7 +352,7 @@ def _scatter_atomic(cupy: ModuleType, cupyx: ModuleType, kind: str):
             else:
                 ordered.at(out, index, updates)
 
-    def kernel(operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted=False, unique_indices=False):
+    def kernel(operand, indices, updates, *, dimension_numbers, mode, **_: Any):  # (sortedness/uniqueness hints)
         return kernels_indexing.scatter_kernel(cupy, AtomicAt, operand, indices, updates, dimension_numbers, mode)
 
     return kernel

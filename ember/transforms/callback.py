@@ -27,7 +27,7 @@ from ember.core.primitive import Primitive, find_top_trace, result_place, trace_
 from ember.core.primitives.structural import broadcast_in_dim_p, expand_dims_p
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.core.staging import StagingTrace
-from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError, TransformError
+from ember.errors import ArgumentTypeError, DeviceError, DTypeError, InvalidArgumentError, ShapeError, TransformError
 from ember.transforms.jit import raw_impls
 
 __all__ = ["debug_callback", "debug_callback_p", "pure_callback", "pure_callback_p"]
@@ -126,6 +126,9 @@ def _result_aval(spec: Any, path: str) -> ShapedArray:
 def _checked_result(value: Any, aval: ShapedArray, i: int, name: str) -> np.ndarray:
     if type(value) in (bool, int, float, complex):
         value = np.asarray(value, dtype=aval.dtype)
+    if hasattr(value, "__cuda_array_interface__"):  # CuPy, PyTorch on CUDA: np.asarray would refuse
+        raise DeviceError(f"pure_callback: {name} returned a {type(value).__name__} in GPU memory as result {i}; a "
+                          "host callback returns host data: copy it first (cupy.asnumpy(x), tensor.cpu())")  # fmt: skip
     try:
         value = np.asarray(value)
     except Exception as err:
