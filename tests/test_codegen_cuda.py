@@ -7,6 +7,7 @@ the same C compiled for sm_90. With CuPy and a GPU: jit on cuda against jit on c
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import shutil
@@ -19,9 +20,10 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import lax
-from ember.backends import c_source
+from ember.backends import Backend, c_source, cpu
 from ember.backends.codegen_cuda import compile_program, generate
-from ember.transforms._compile import raw_kernel
+from ember.backends.graphs_cuda import GRAPH_MIN_LAUNCHES, Graphed, graph_worthy
+from ember.transforms._compile import active_backend, compiled_for, raw_kernel
 
 RNG = np.random.default_rng(17)
 
@@ -184,29 +186,33 @@ def test_compile_without_cupy_names_the_need():
 _CTYPES = {"bool": "bool", "float16": None, **{k: v for k, v in c_source.CTYPE.items() if k not in ("bool", "float16")}}
 
 
-def _host_kernel(spec, workdir):
-    """A CuPy-like kernel object running `spec`'s body compiled by g++ (elementwise: k(*ins, *outs);
+def _params(text):
+    return [(n, np.dtype(d)) for d, n in (p.split() for p in text.split(", "))] if text else []
+
+
+def _host_kernel(workdir, kind, name, inputs, outputs, body, reduce_expr=None, identity=None, reduce_type=None):
+    """A CuPy-like kernel object running a generated body compiled by g++ (elementwise: k(*ins, *outs);
     reduction: k(*ins, axis=...))."""
-    types = [np.dtype(d).name for _, d in (*spec.inputs, *spec.outputs)]
+    types = [d.name for _, d in (*inputs, *outputs)]
     if any(_CTYPES.get(t) is None for t in types):
         pytest.skip("float16 kernels are not run on the host")
-    ins = [f"(({_CTYPES[np.dtype(d).name]}*)ins[{k}])[i]" for k, (_, d) in enumerate(spec.inputs)]
-    if spec.kind == "elementwise":
-        outs = [(f"_{n}", c_source.CTYPE[np.dtype(d).name], _CTYPES[np.dtype(d).name], k) for k, (n, d) in enumerate(spec.outputs)]
+    ins = [f"(({_CTYPES[d.name]}*)ins[{k}])[i]" for k, (_, d) in enumerate(inputs)]
+    if kind == "elementwise":
+        outs = [(f"_{n}", c_source.CTYPE[d.name], _CTYPES[d.name], k) for k, (n, d) in enumerate(outputs)]
         loop = [f"  {ct} {t};" for t, ct, _, _ in outs]
-        loop += [f"  {spec.name}_body({', '.join(ins + [t for t, *_ in outs])});"]
+        loop += [f"  {name}_body({', '.join(ins + [t for t, *_ in outs])});"]
         loop += [f"  (({st}*)outs[{k}])[i] = {t};" for t, _, st, k in outs]
         entry = ['extern "C" void run(long n, void** ins, void** outs) {', "for (long i = 0; i < n; ++i) {", *loop, "}}"]
     else:
-        acc = c_source.reduction_type = spec.reduce_type.replace("thrust::complex", "std::complex")
-        out_t = _CTYPES[np.dtype(spec.outputs[0][1]).name]
+        acc = reduce_type.replace("thrust::complex", "std::complex")
+        out_t = _CTYPES[outputs[0][1].name]
         entry = ['extern "C" void run(long m, long r, void** ins, void** outs) {',
-                 f"#define REDUCE(a, b) ({spec.reduce_expr})",
-                 "for (long j = 0; j < m; ++j) {", f"  {acc} a = ({acc})({spec.identity});",
+                 f"#define REDUCE(a, b) ({reduce_expr})",
+                 "for (long j = 0; j < m; ++j) {", f"  {acc} a = ({acc})({identity});",
                  "  for (long k = 0; k < r; ++k) { long i = j * r + k;",
-                 f"    {acc} b = {spec.name}_map({', '.join(ins)}); a = REDUCE(a, b); }}",
+                 f"    {acc} b = {name}_map({', '.join(ins)}); a = REDUCE(a, b); }}",
                  f"  (({out_t}*)outs[0])[j] = ({out_t})a;", "}}"]  # fmt: skip
-    source = "\n".join([c_source.HOST_HEADER, c_source.PRELUDE, spec.body, *entry]) + "\n"
+    source = "\n".join([c_source.HOST_HEADER, c_source.PRELUDE, body, *entry]) + "\n"
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     cpp, lib = workdir / f"k{digest}.cpp", workdir / f"k{digest}.so"
     if not lib.exists():
@@ -215,14 +221,14 @@ def _host_kernel(spec, workdir):
                               capture_output=True, text=True)  # fmt: skip
         assert done.returncode == 0, done.stderr + source
     run = ctypes.CDLL(str(lib)).run
-    in_dtypes = [np.dtype(d) for _, d in spec.inputs]
-    out_dtypes = [np.dtype(d) for _, d in spec.outputs]
+    in_dtypes = [d for _, d in inputs]
+    out_dtypes = [d for _, d in outputs]
 
     def pointers(arrays):
         return (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
 
     def call(*args, axis=None):
-        if spec.kind == "elementwise":
+        if kind == "elementwise":
             outs = args[len(in_dtypes):]
             shape = outs[0].shape
             ins = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, d), shape)) for a, d in zip(args, in_dtypes)]
@@ -244,13 +250,31 @@ def _host_kernel(spec, workdir):
     return call
 
 
-def _host_xp(gen, workdir):
-    kernels = {spec.name: _host_kernel(spec, workdir) for spec in gen.kernels}
-    return SimpleNamespace(
-        ElementwiseKernel=lambda ins, outs, op, name, **kw: kernels[name],
-        ReductionKernel=lambda *a, **kw: kernels[a[6]],
-        empty=np.empty, asarray=np.asarray, broadcast_to=np.broadcast_to,
-    )  # fmt: skip
+class _HostXp:
+    """NumPy, with CuPy's kernel classes making kernels of the generated C compiled for the host."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.made = 0
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def _body(self, preamble):
+        prefix = c_source.CUDA_HEADER + c_source.PRELUDE
+        assert preamble.startswith(prefix)
+        return preamble[len(prefix):]
+
+    def ElementwiseKernel(self, in_params, out_params, operation, name, preamble):  # noqa: N802 - CuPy's name
+        self.made += 1
+        return _host_kernel(self.workdir, "elementwise", name, _params(in_params), _params(out_params), self._body(preamble))
+
+    def ReductionKernel(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name,  # noqa: N802
+                        reduce_type, preamble):  # fmt: skip
+        self.made += 1
+        assert map_expr.startswith(f"{name}_map(") and post_map_expr == "out0 = a"
+        return _host_kernel(self.workdir, "reduction", name, _params(in_params), _params(out_params), self._body(preamble),
+                            reduce_expr, identity, reduce_type)  # fmt: skip
 
 
 def _same(got, want, exact):
@@ -268,11 +292,214 @@ def _same(got, want, exact):
 def test_kernels_compiled_by_gcc_match_jit_on_cpu(name, tmp_path_factory):
     fn, args, ir = _lowered(name)
     exact = CASES[name][3]
-    gen = generate(ir.program, raw_kernel, name)
-    compiled = compile_program(ir.program, raw_kernel, name, xp=_host_xp(gen, tmp_path_factory.mktemp("kernels")))
+    compiled = compile_program(ir.program, raw_kernel, name, xp=_HostXp(tmp_path_factory.mktemp("kernels")))
     got = compiled(*[c._value if hasattr(c, "_value") else c for c in ir.consts], *args)
     want = ember.tree.leaves(ember.jit(fn)(*args)) if hasattr(ember, "tree") else ember.jit(fn)(*args)
     want = want if isinstance(want, (list, tuple)) else [want]
     assert len(got) == len(want)
     for g, w in zip(got, want):
         _same(g, np.asarray(w), exact)
+
+
+# --- control flow: sub-programs compiled by the CUDA compiler ----------------------------------------------------
+
+
+class _HostCudaBackend(Backend):
+    """A stand-in for the CUDA backend on the host: the CPU's kernels, this compiler, `_HostXp` kernels."""
+
+    def __init__(self, workdir):
+        super().__init__("hostcuda", _HostXp(workdir), cpu.kernels)
+        self.compiled: list[str] = []
+
+    def compile(self, program, raw_impls, name, donated=()):
+        self.compiled.append(name)
+        return compile_program(program, lambda prim: raw_impls.get(prim) or raw_kernel(prim), name, donated, xp=self.xp)
+
+
+def looping(x, n):
+    def body(c, xi):
+        c = enp.tanh(c * 0.5 + xi)
+        return c, c * 2.0 - 1.0
+
+    c, ys = lax.scan(body, x[0], x)
+    y = lax.cond(enp.sum(c) > n, lambda a: a * 2.0, lambda a: a - 1.0, c)
+    k, z = lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1.0, enp.exp(s[1] * -0.5) + s[1]), (0.0, y))
+    return enp.sum(ys, axis=0) + z * k
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the kernels' C for the host")
+def test_control_flow_runs_sub_programs_compiled_by_the_running_backend(tmp_path):
+    args = (_floats(6, 5), np.float32(3.0))
+    backend = _HostCudaBackend(tmp_path)
+    entry = ember.jit(looping).lower(*args)._entry
+    compiled = compiled_for(entry.sub, backend)
+    got = compiled.fn(*[c._value for c in entry.consts], *args)
+    np.testing.assert_allclose(got[0], np.asarray(ember.jit(looping)(*args)), rtol=1e-5, atol=1e-6)
+    # the scan body, both branches (one taken) and the loop's condition and body: by this compiler
+    assert len(backend.compiled) >= 4, backend.compiled
+    assert backend.xp.made >= 4
+    assert active_backend() is cpu  # the scope ends with the call
+
+
+# --- CUDA graphs: capture, replay, fallback (a stand-in for CuPy's stream capture) -------------------------------
+
+
+class _FakeArray(np.ndarray):
+    device = SimpleNamespace(id=0)
+
+    @property
+    def data(self):  # CuPy's MemoryPointer, as far as a device-to-device copy goes
+        def copy_from_device_async(src, size, stream):
+            assert size == self.nbytes
+            self[...] = src.array
+
+        return SimpleNamespace(array=self, copy_from_device_async=copy_from_device_async)
+
+
+class _FakeCupy:
+    """Just enough of CuPy for graphs_cuda: "capturing" records the function's run on the capture's
+    buffers; a launch runs it again on them, writing the captured outputs in place, as a graph does."""
+
+    ndarray = _FakeArray
+
+    def __init__(self):
+        self.launches = 0
+        self.capturing = None
+        fake = self
+
+        class Stream:
+            def __init__(self, non_blocking=False):
+                self.graph = None
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def wait_event(self, event):
+                pass
+
+            def record(self):
+                return None
+
+            def begin_capture(self):
+                fake.capturing = []
+
+            def end_capture(self):
+                calls, fake.capturing = fake.capturing, None
+                return SimpleNamespace(launch=lambda stream=None: fake._launch(calls))
+
+        @contextlib.contextmanager
+        def nothing(*a, **k):
+            yield
+
+        self.cuda = SimpleNamespace(Stream=Stream, MemoryPool=lambda: SimpleNamespace(malloc=None), using_allocator=nothing,
+                                    Device=lambda i=0: contextlib.nullcontext(SimpleNamespace(id=0)),
+                                    get_current_stream=lambda: Stream())  # fmt: skip
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype).view(_FakeArray)
+
+    def _launch(self, calls):
+        self.launches += 1
+        for fn, ins, outs in calls:
+            for o, r in zip(outs, fn(*ins)):
+                o[...] = r
+
+
+def test_graph_replay_equals_plain_calls_and_never_overwrites_results():
+    xp = _FakeCupy()
+
+    def program(a, b):
+        outs = [np.tanh(a * 2.0 + b).view(_FakeArray), (a - b).view(_FakeArray)]
+        if xp.capturing is not None:
+            xp.capturing.append((program, [a, b], outs))
+        return outs
+
+    graphed = Graphed(program, xp)
+    calls = [(_floats(4, 3).view(_FakeArray), _floats(3).view(_FakeArray)) for _ in range(4)]
+    results = [graphed(*args) for args in calls]
+    # a plain call (kernels compile), a capture (which computes nothing on a GPU) and its launch, 2 replays
+    assert graphed.failed is None and len(graphed.captures) == 1 and xp.launches == 3
+    for (a, b), got in zip(calls, results):  # every result is its own call's, after later replays too
+        for g, w in zip(got, [np.tanh(a * 2.0 + b), a - b]):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_a_failed_capture_falls_back_to_plain_calls():
+    xp = _FakeCupy()
+
+    def program(a):
+        if xp.capturing is not None:
+            raise RuntimeError("cudaErrorStreamCaptureUnsupported: a host sync")
+        return [a + 1.0]
+
+    graphed = Graphed(program, xp)
+    x = _floats(5).view(_FakeArray)
+    for _ in range(3):
+        np.testing.assert_array_equal(graphed(x)[0], x + 1.0)
+    assert "host sync" in graphed.failed and not graphed.captures
+
+
+def test_graphs_only_for_programs_without_host_code(monkeypatch):
+    program = ember.make_ir(looping)(_floats(6, 5), np.float32(3.0)).program
+    assert not graph_worthy(program, launches=100)  # scan, cond, while: host code between kernels
+    chain = ember.make_ir(two_chains)(_floats(4, 3), _floats(3, 2)).program
+    assert graph_worthy(chain, launches=GRAPH_MIN_LAUNCHES) and not graph_worthy(chain, launches=GRAPH_MIN_LAUNCHES - 1)
+    monkeypatch.setenv("EMBER_CUDA_GRAPHS", "0")
+    assert not graph_worthy(chain, launches=100)
+
+
+# --- the kernels' C for the GPU (nvcc) --------------------------------------------------------------------------
+
+
+def half_chain(x, h):
+    """float16 computed in float, rounded after every equation; a float16 sum accumulates in float."""
+    y = (h * 3.0 + x.astype(enp.float16)) / 7.0
+    return enp.sum(enp.tanh(y), axis=0), (y > 0.5).astype(enp.float16) - y
+
+
+_STORAGE = {**c_source.CTYPE, "float16": "__half", "complex64": "thrust::complex<float>", "complex128": "thrust::complex<double>"}
+
+
+def _cuda_wrapper(spec, space):
+    """An extern "C" __global__ function calling `spec`'s device function once per element."""
+    ins = [f"const {_STORAGE[np.dtype(d).name]}* {n}" for n, d in spec.inputs]
+    outs = [f"{_STORAGE[np.dtype(d).name]}* {n}" for n, d in spec.outputs]
+    head = f'extern "C" __global__ void check_{space}{spec.name}({", ".join([*ins, *outs, "long n"])}) {{'
+    lines = [head, "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;", "  if (i >= n) return;"]
+    args = [f"{n}[i]" for n, _ in spec.inputs]
+    if spec.kind == "elementwise":
+        temps = [f"_{n}" for n, _ in spec.outputs]
+        lines += [f"  {c_source.CTYPE[np.dtype(d).name]} _{n};" for n, d in spec.outputs]
+        lines += [f"  {space}::{spec.name}_body({', '.join(args + temps)});"]
+        lines += [f"  {n}[i] = _{n};" for n, _ in spec.outputs]
+    else:
+        acc = spec.reduce_type
+        lines += [f"  {acc} a = ({acc})({spec.identity});", f"  {acc} b = {space}::{spec.name}_map({', '.join(args)});",
+                  f"  a = {spec.reduce_expr};", "  out0[i] = a;"]  # fmt: skip
+    return "\n".join([*lines, "}"])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA toolkit) to compile the kernels for sm_90")
+def test_kernels_compile_with_nvcc(tmp_path):
+    cases = {**CASES, "half_chain": (half_chain, lambda: (_floats(8, 6), _floats(8, 6).astype(np.float16)), 2, False)}
+    parts = ["#include <cuda_fp16.h>", "#include <thrust/complex.h>", c_source.CUDA_HEADER, c_source.PRELUDE]
+    count = 0
+    for name, (fn, make_args, _, _) in sorted(cases.items()):
+        gen = generate(ember.jit(fn).lower(*make_args()).ir.program, raw_kernel, name)
+        parts += [f"namespace {name} {{", *(spec.body for spec in gen.kernels), "}"]
+        parts += [_cuda_wrapper(spec, name) for spec in gen.kernels]
+        count += len(gen.kernels)
+    source = tmp_path / "kernels.cu"
+    source.write_text("\n".join(parts) + "\n")
+    done = subprocess.run(["nvcc", "--ptx", "-arch=sm_90", "-std=c++17", "-o", str(tmp_path / "kernels.ptx"), str(source)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    ptx = (tmp_path / "kernels.ptx").read_text()
+    assert ptx.count(".entry check_") == count
+    # the program's float32 adds and multiplies are the explicitly rounded instructions, which ptxas
+    # never contracts into an fma (fma.rn there comes from the math library's tanhf, expf, ...)
+    chain = ptx.split(".entry check_chain20")[1].split(".entry")[0]
+    assert "mul.rn.f32" in chain and "add.rn.f32" in chain

@@ -21,7 +21,8 @@ long each compiled program's first call took (mostly NVRTC), for measuring that.
 
 Generating the text needs no CuPy (`generate`); only `compile_program` (given ``xp=cupy``) makes the
 kernel objects. Sub-programs of control flow run through the same compiler (see
-ember/transforms/_compile.py's `active_backend`). `graphed` replays a whole program as one CUDA graph.
+ember/transforms/_compile.py's `active_backend`; a while loop's predicate and a cond's index are read on
+the host there). graphs_cuda.py replays a whole program as one CUDA graph, by the rule it documents.
 Nothing here imports the core or the transforms.
 """
 
@@ -40,6 +41,7 @@ import numpy as np
 from ember.backends import c_source
 from ember.backends.codegen import _PARAM_NAMESPACE, Compiled, _literal, _names
 from ember.backends.fusion_cuda import Group, plan_groups
+from ember.backends.graphs_cuda import Graphed, graph_worthy
 
 __all__ = ["Generated", "KernelSpec", "compile_program", "first_call_times", "generate"]
 
@@ -132,10 +134,12 @@ class Generated:
     `kernels` (their specs), `fn_name`, and the objects its names refer to: `ops` (kernels of
     unfused equations) and `consts` (values without a literal)."""
 
-    __slots__ = ("consts", "fn_name", "kernels", "ops", "source")
+    __slots__ = ("consts", "fn_name", "kernels", "launches", "ops", "source")
 
-    def __init__(self, source: str, kernels: list[KernelSpec], fn_name: str, ops: dict[str, Any], consts: dict[str, Any]):
+    def __init__(self, source: str, kernels: list[KernelSpec], fn_name: str, ops: dict[str, Any], consts: dict[str, Any],
+                 launches: int = 0):  # fmt: skip
         self.source, self.kernels, self.fn_name, self.ops, self.consts = source, kernels, fn_name, ops, consts
+        self.launches = launches  # calls of kernels (generated or the backend's) per run
 
 
 def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name: str = "program") -> Generated:
@@ -230,7 +234,8 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
     for spec in kernels:
         head += [f"{spec.name}_c = r'''", *spec.body.splitlines(), "'''", spec.declaration()]
     source = "\n".join([*head, "", *lines]) + "\n" if head else "\n".join(lines) + "\n"
-    return Generated(source, kernels, fn_name, ops, consts)
+    launches = sum(line.lstrip().startswith(("_k", "ops.")) or " = ops." in line or " = _k" in line for line in lines)
+    return Generated(source, kernels, fn_name, ops, consts, launches)
 
 
 def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program",
@@ -265,7 +270,10 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
     code = compile(gen.source, filename, "exec")
     exec(code, namespace)  # noqa: S102 - the generated program is the product
     linecache.cache[filename] = (len(gen.source), None, gen.source.splitlines(keepends=True), filename)
-    return Compiled(_timed_first_call(namespace[gen.fn_name], filename), gen.source, filename)
+    fn = namespace[gen.fn_name]
+    if hasattr(xp, "cuda") and graph_worthy(program, launches=gen.launches):
+        fn = Graphed(fn, xp)
+    return Compiled(_timed_first_call(fn, filename), gen.source, filename)
 
 
 def _no_cupy(*args: Any, **kwargs: Any) -> Callable[..., Any]:

@@ -36,6 +36,7 @@ from ember.transforms._programs import (
     run,
     transpose_program,
 )
+from ember.transforms._compile import active_backend
 from ember.transforms.jit import raw_impls
 
 __all__ = ["scan_p"]
@@ -62,7 +63,7 @@ def _scan_raw(*bufs: Any, body: Fn, n_consts: int, n_carry: int, length: int, re
     compiled function per `unroll` steps, optimized across them), the remaining steps one by one."""
     consts, carry, xs = _split(bufs, n_consts, n_carry)
     y_avals = body.out_avals[n_carry:]
-    ys = [np.empty((length, *a.shape), a.dtype) for a in y_avals]
+    ys = [active_backend().xp.empty((length, *a.shape), a.dtype) for a in y_avals]  # on the running program's device
     k = min(unroll, length)
     steps = list(range(length - 1, -1, -1) if reverse else range(length))
     blocks = [steps[j : j + k] for j in range(0, length - length % k, k)] if k > 1 else []

@@ -52,7 +52,7 @@ from ember.transforms._programs import (
     transpose_program,
     wrap_all,
 )
-from ember.transforms._compile import on_place
+from ember.transforms._compile import active_backend, on_place
 from ember.transforms.jit import raw_impls
 from ember.transforms.jvp import jvp_flat
 
@@ -325,11 +325,12 @@ def _while_vjp_raw(*bufs: Any, cond: Fn, body: Fn, n_cc: int, n_bc: int, nz_bc: 
     ad = _while_ad(body, n_bc, nz_bc, nz_carry)
     steps = tape.steps if tape.steps is not None else ad.tape(cond, cc, bc, init)[1]
     k = sum(nz_bc)
-    ct_bc = [np.zeros(a.shape, a.dtype) for a, z in zip(body.in_avals[:n_bc], nz_bc) if z]
+    xp = active_backend().xp  # the running program's device
+    ct_bc = [xp.zeros(a.shape, a.dtype) for a, z in zip(body.in_avals[:n_bc], nz_bc) if z]
     ct = list(cts)
     for res in reversed(steps):
         outs = ad.lin_t([*res, *ct])
-        ct_bc = [np.add(a, b, dtype=a.dtype) for a, b in zip(ct_bc, outs[:k])]
+        ct_bc = [xp.add(a, b, dtype=a.dtype) for a, b in zip(ct_bc, outs[:k])]
         ct = outs[k:]
     return [*ct_bc, *ct]
 

@@ -10,6 +10,7 @@ for it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from ember.backends import Backend, cpu
@@ -18,7 +19,7 @@ from ember.core.devices import Place
 from ember.core.primitive import Primitive, _shares_memory
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p
 
-__all__ = ["compiled_for", "compiled_sub", "on_place", "raw_impls", "raw_kernel"]
+__all__ = ["active_backend", "compiled_for", "compiled_sub", "on_place", "raw_impls", "raw_kernel"]
 
 # ``raw_impls[prim](*buffers, **params) -> output buffer(s)``, filled by the modules defining `prim`.
 raw_impls: dict[Primitive, Callable[..., Any]] = {}
@@ -46,6 +47,33 @@ def compiled_sub(sub: SubProgram) -> Compiled:
     return sub.compiled
 
 
+_running: ContextVar[Backend] = ContextVar("ember_running_backend", default=cpu)
+
+
+def active_backend() -> Backend:
+    """The backend whose compiled code is running (the CPU outside compiled code): control flow's raw
+    implementations run their programs compiled for it and allocate their buffers with its `xp`.
+
+    >>> active_backend().platform
+    'cpu'
+    """
+    return _running.get()
+
+
+def _running_on(compiled: Compiled, backend: Backend) -> Compiled:
+    """`compiled`, whose calls run with `backend` as `active_backend()`."""
+    fn = compiled.fn
+
+    def on_backend(*buffers: Any) -> list:
+        token = _running.set(backend)
+        try:
+            return fn(*buffers)
+        finally:
+            _running.reset(token)
+
+    return Compiled(on_backend, compiled.source, compiled.filename)
+
+
 def compiled_for(sub: SubProgram, backend: Backend, donated: tuple[int, ...] = ()) -> Compiled:
     """`sub` compiled by `backend` (the CPU's generated NumPy, or a GPU backend's own compiler), writing
     into the buffers of the inputs at `donated`; kept on `sub`."""
@@ -56,7 +84,7 @@ def compiled_for(sub: SubProgram, backend: Backend, donated: tuple[int, ...] = (
         if backend is cpu:
             sub.derived[key] = compile_program(sub.program, raw_kernel, sub.name, donated)
         else:
-            sub.derived[key] = backend.compile(sub.program, raw_impls, sub.name, donated)
+            sub.derived[key] = _running_on(backend.compile(sub.program, raw_impls, sub.name, donated), backend)
     return sub.derived[key]
 
 

@@ -28,7 +28,7 @@ from ember.core.batching import bdim_to_front
 from ember.core.ir import Program, Var, eval_program
 from ember.core.primitive import Tracer, trace_stack
 from ember.core.staging import StagingTracer, SubProgram, stage
-from ember.transforms._compile import compiled_sub
+from ember.transforms._compile import active_backend, compiled_for, compiled_sub
 from ember.transforms.linearize import backward_pass, linearize_flat
 
 __all__ = ["Closed", "Fn", "batch_program", "close", "close_all", "linearize_program", "run", "transpose_program"]
@@ -127,6 +127,11 @@ def _coerce(value: Any, aval: ShapedArray) -> np.ndarray:
 def run(fn: Fn, buffers: Sequence[Any]) -> list[Any]:
     """`fn` on raw buffers (its inputs in order); its outputs as raw buffers of its output dtypes
     (NumPy scalars allowed: generated code hands them on as they are)."""
+    backend = active_backend()
+    if backend.platform != "cpu":  # inside a GPU program: its compiler's code from the first call, on its buffers
+        xp = backend.xp
+        outs = compiled_for(fn, backend).fn(*[xp.asarray(b) if isinstance(b, np.ndarray) else b for b in buffers])
+        return [o if getattr(o, "dtype", None) == a.dtype else xp.asarray(o, dtype=a.dtype) for o, a in zip(outs, fn.out_avals)]
     compiled = fn.compiled
     if compiled is None:
         calls = fn.cache.get("calls", 0)
