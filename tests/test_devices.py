@@ -458,6 +458,21 @@ def test_jit_of_mixed_committed_devices_raises():
     assert message.startswith("jit(<lambda>): the operands are committed to different devices")
 
 
+def test_jit_of_a_function_closing_over_a_committed_array():
+    c = on(enp.asarray([1.0, 2.0, 3.0]), 2)
+    f = ember.jit(lambda u: u + c)
+    for _ in range(2):  # the traced call, then the fast lane
+        out = f(enp.ones(3))
+        assert_on(out, 2)
+        assert np.asarray(out).tolist() == [2.0, 3.0, 4.0]
+    assert_on(ember.jit(lambda: c * 2)(), 2)
+    assert_on(f(on(enp.ones(3), 2)), 2)
+    with pytest.raises(DeviceError, match=re.escape("jit(<lambda>): the function closes over an array (float32[3]) "
+                                                    "committed to cpu:2, but its arguments are committed to cpu:1; "
+                                                    "move them to one device first with ember.device_put(x, device)")):  # fmt: skip
+        f(on(enp.ones(3), 1))
+
+
 def test_jit_inside_grad_and_vmap_on_a_device():
     f = ember.jit(lambda x: enp.sin(x) * x)
     x = on(A, 2)

@@ -42,7 +42,7 @@ from ember.core.devices import Place
 from ember.core.primitive import Primitive, Tracer, _shares_memory, _state, find_top_trace, has_nan, result_place
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_unflatten
 from ember.core.staging import SubProgram, stage
-from ember.errors import ArgumentTypeError, InvalidArgumentError
+from ember.errors import ArgumentTypeError, DeviceError, InvalidArgumentError
 from ember.transforms._args import is_array_like, not_an_array
 from ember.transforms._compile import compiled_for, on_place, raw_impls, raw_kernel
 from ember.transforms._programs import linearize_program
@@ -433,7 +433,20 @@ class Jitted:
     def _trace(self, sig: _Signature, args: tuple, kwargs: dict) -> _Entry:
         closed = self._stage(sig, args, kwargs, "jit")
         self.trace_count += 1
-        return _Entry(closed.program, closed.consts, closed.out_tree, _fun_name(self.fun), sig.place)
+        place = self._with_constants(sig.place, closed.consts)
+        return _Entry(closed.program, closed.consts, closed.out_tree, _fun_name(self.fun), place)
+
+    def _with_constants(self, place: Place, consts: Sequence[Any]) -> Place:
+        """Where the call runs once the arrays the function closes over count too: a committed constant
+        pulls uncommitted arguments to its device, as a committed argument does."""
+        for c in consts:
+            if type(c) is Array and c._place.committed and c._place is not place:
+                if place.committed:
+                    raise DeviceError(f"{self._name}: the function closes over an array ({c.dtype}{list(c.shape)}) "
+                                      f"committed to {c.device}, but its arguments are committed to {place.device}; "
+                                      "move them to one device first with ember.device_put(x, device)")  # fmt: skip
+                place = c._place
+        return place
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[_Entry, list[Array], _Signature]:
         sig, arrays, args, kwargs = self._flatten(args, kwargs)
@@ -497,7 +510,7 @@ class Jitted:
                 return self.fun(*args, **kwargs)
             entry, arrays, sig = self._lookup(args, kwargs)
             if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
-                if all(_shares_memory(x._place, sig.place) for x in args):  # (else run() moves them)
+                if all(_shares_memory(x._place, entry.place) for x in args):  # (else run() moves them)
                     self._fast[(sig.x64, _devices.current.place, *[(*a, x._place) for a, x in zip(sig.avals, args)])] = (
                         entry, sig)
             donated = self._donated_leaves(args) if self.donate_argnums else ()
