@@ -290,6 +290,10 @@ def load(path: str | os.PathLike, like: Any = None, *, strict: bool = True) -> A
     arrays go into the template's structure by name (a module's parameters by their PyTorch names), each
     checked against the template leaf's shape and dtype.
 
+    The arrays come back uncommitted on the default device (``ember.default_device()``), whatever device
+    they were saved from or the template's leaves are on (a file records no device); put them on one with
+    ``ember.device_put(tree, device)``, or load inside ``with ember.default_device(device):``.
+
     Args:
       path: the file to read.
       like: a template pytree (a model, an optimizer state; its leaves arrays or ``ShapeDtypeStruct``).
