@@ -445,9 +445,85 @@ def test_with_cupy_but_no_gpu():
         enp.asarray(_ForeignGpuArray())
 
 
-def test_compile_delegates_to_codegen_cuda():
+class _FakeOom(MemoryError):
+    def __init__(self, size: int, total: int):
+        super().__init__("Out of memory")
+        self._size, self._total = size, total
+
+
+class _OnGpu(np.ndarray):
+    """A NumPy array claiming to live on GPU `gpu` (CuPy's ``x.data.device_id``)."""
+
+    gpu = 0
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(device_id=self.gpu)
+
+
+def _on_gpu(x, gpu: int) -> _OnGpu:
+    out = np.asarray(x).view(_OnGpu)
+    out.gpu = gpu
+    return out
+
+
+def _fake_cupy(entered: list):
+    current = {"id": 0}
+
+    @contextlib.contextmanager
+    def device(number):
+        entered.append(number)
+        before, current["id"] = current["id"], number
+        try:
+            yield
+        finally:
+            current["id"] = before
+
+    cuda = types.SimpleNamespace(memory=types.SimpleNamespace(OutOfMemoryError=_FakeOom), Device=device,
+                                 runtime=types.SimpleNamespace(getDevice=lambda: current["id"]))  # fmt: skip
+    fake = _StandInCupy()
+    fake.cuda, fake.ndarray = cuda, _OnGpu
+    return fake, current
+
+
+def test_kernels_run_under_their_operands_device_and_out_of_memory_is_translated():
     cuda_backend = importlib.import_module("ember.backends.cuda_backend")
-    assert "codegen_cuda" in cuda_backend.CudaBackend.compile.__code__.co_names
+    entered: list = []
+    fake, current = _fake_cupy(entered)
+    seen = []
+
+    def add(x, y):
+        seen.append(current["id"])
+        return x + y
+
+    def big(x):
+        raise _FakeOom(5 * 2**30, 2**30)
+
+    backend = cuda_backend.CudaBackend(fake, {"add": add, "broadcast_in_dim": big})
+    assert backend.platform == "cuda" and backend.ndarray is _OnGpu
+    backend.kernel("add")(_on_gpu([1.0], 0), _on_gpu([2.0], 0))
+    assert entered == [] and seen == [0]  # already there: no switch
+    backend.kernel("add")(_on_gpu([1.0], 1), _on_gpu([2.0], 1))
+    assert entered == [1] and seen == [0, 1] and current["id"] == 0
+    with pytest.raises(DeviceMemoryError, match=r"broadcast_in_dim: the GPU ran out of memory allocating 5\.0 GiB "
+                                                r"\(1\.0 GiB already.*float32\[2, 2\].*chunk_size="):
+        backend.kernel("broadcast_in_dim")(_on_gpu(np.zeros((2, 2), np.float32), 0))
+
+
+def test_compile_runs_generated_code_under_the_inputs_device():
+    codegen_cuda = pytest.importorskip("ember.backends.codegen_cuda", reason="the CUDA compiler is not there yet")
+    cuda_backend = importlib.import_module("ember.backends.cuda_backend")
+    entered: list = []
+    fake, _ = _fake_cupy(entered)
+    kernels = {name: kernel for name, kernel in make_kernels(np).items()}
+    backend = cuda_backend.CudaBackend(fake, kernels)
+    program = ember.make_ir(lambda a, b: enp.matmul(a, b))(enp.ones((2, 3)), enp.ones((3, 2))).program
+    compiled = backend.compile(program, {}, "matmul")
+    assert "def matmul" in compiled.source
+    out = compiled(_on_gpu(np.ones((2, 3), np.float32), 1), _on_gpu(np.ones((3, 2), np.float32), 1))
+    np.testing.assert_array_equal(np.asarray(out[0]), np.full((2, 2), 3.0, np.float32))
+    assert entered and entered[0] == 1
+    del codegen_cuda
 
 
 def test_out_of_memory_message_names_operation_operands_size_and_fix():

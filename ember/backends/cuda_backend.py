@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends import Backend
+from ember.backends.codegen import Compiled
 from ember.errors import DeviceError, DeviceMemoryError
 
 __all__ = ["DEVICE_MEMORY_HINT", "CudaBackend", "make_backend", "out_of_memory"]
@@ -65,7 +66,8 @@ class CudaBackend(Backend):
     # --- kernels ---------------------------------------------------------------------------------------
 
     def _on_device(self, name: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
-        """`kernel` run under its first operand's GPU, with out-of-memory errors translated."""
+        """`kernel` (or a compiled program) run under its first operand's GPU, with out-of-memory errors
+        translated."""
         cupy, ndarray, oom = self._cupy, self.ndarray, self._oom
         current = cupy.cuda.runtime.getDevice
         enter = cupy.cuda.Device
@@ -85,13 +87,15 @@ class CudaBackend(Backend):
         return run
 
     def compile(self, program: Any, raw_impls: dict, name: str, donated: tuple[int, ...] = ()) -> Any:
-        """`program` compiled for the GPU by `ember.backends.codegen_cuda` (imported on first use)."""
+        """`program` compiled for the GPU by `ember.backends.codegen_cuda` (imported on first use), run under
+        its first input's GPU (its kernels and the buffers it allocates land there)."""
         try:
             from ember.backends import codegen_cuda
         except ImportError as err:
             raise DeviceError(f"jit of {name!r} on the cuda platform: the CUDA compiler "
                               f"(ember.backends.codegen_cuda) is not available ({err})") from err  # fmt: skip
-        return codegen_cuda.compile_program(program, self._kernel_for(raw_impls), name, donated, xp=self._cupy)
+        compiled = codegen_cuda.compile_program(program, self._kernel_for(raw_impls), name, donated, xp=self._cupy)
+        return Compiled(self._on_device(f"jit of {name!r}", compiled.fn), compiled.source, compiled.filename)
 
     def _kernel_for(self, raw_impls: dict) -> Callable[[Any], Callable[..., Any]]:
         """What generated code calls for a primitive: its registered raw implementation (control flow,
