@@ -160,6 +160,11 @@ class CudaBackend(Backend):
         except self._oom as err:
             raise out_of_memory(f"copying to cuda:{device_id}", (value,), err) from err
 
+    def device(self, device_id: int) -> Any:
+        """A context manager making GPU `device_id` CuPy's current device: where a kernel without operands
+        (iota, a constant) allocates its result."""
+        return self._cupy.cuda.Device(device_id)
+
     def synchronize(self, buffer: Any) -> None:
         """Wait for the work queued on the current stream of `buffer`'s GPU."""
         with self._cupy.cuda.Device(buffer.data.device_id):

@@ -310,7 +310,7 @@ def from_host(x, op: str = "asarray") -> Array:
         if type(x) is int:
             return wrap(dtypes.python_int_as(x, dtype, op), True)
         return wrap(np.asarray(x, dtype=dtype), type(x) is not bool)
-    gpu = _gpu_device(x)
+    gpu = None if isinstance(x, (np.ndarray, list, tuple)) else _gpu_device(x)
     if gpu is not None:
         return _from_gpu(x, gpu, op)
     try:
