@@ -118,6 +118,24 @@ def test_default_device_blocks_nest_and_restore():
     assert_on(enp.ones(2), 0, committed=False)
 
 
+def test_default_device_none_is_the_platforms_first_and_blocks_keep_the_eager_cache():
+    from ember.core.primitive import _EAGER
+
+    x = enp.ones(2)
+    with ember.default_device("cpu:2"):
+        with ember.default_device(None) as d:
+            assert d == D(0)
+            assert_on(enp.zeros(2), 0, committed=False)
+        assert_on(enp.zeros(2), 2, committed=False)
+        assert_on(x + x, 0, committed=False)  # an operation runs where its operands are
+    enp.sin(x)
+    keys = set(_EAGER)
+    assert keys
+    with ember.default_device("cpu:1"):
+        pass
+    assert keys <= set(_EAGER)  # a default_device block does not empty the eager cache
+
+
 def test_default_device_rejects_absent_device_and_keeps_the_option():
     with pytest.raises(DeviceError, match="ember.default_device: device cpu:9 is not present"):
         ember.config.update("default_device", "cpu:9")

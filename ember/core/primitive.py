@@ -199,7 +199,9 @@ _EAGER_MAX = 8192
 
 
 def _clear_eager(name: str, value: Any) -> None:
-    if name in ("num_cpu_devices", "default_device"):  # a device may have gone: check places again
+    # A device may have gone: check places again. (The default device is in the key of the entries that
+    # use it, those of operations without operands, so a ``with ember.default_device(d):`` keeps the cache.)
+    if name == "num_cpu_devices":
         _EAGER.clear()
 
 
