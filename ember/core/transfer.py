@@ -55,7 +55,10 @@ def _put(x: Any, place: Place) -> Any:
     source, target = x._place.backend, place.backend
     value = x._value
     if x._place.device != place.device and not (source is target is _devices.backends.cpu):
-        value = target.from_host(source.to_host(value), place.device.id)  # CPU devices share host memory
+        if source is target:  # GPU to GPU: a peer copy, not through the host
+            value = target.from_gpu(value, place.device.id)
+        else:
+            value = target.from_host(source.to_host(value), place.device.id)  # CPU devices share host memory
     return wrap(value, x._weak, place)
 
 
