@@ -204,6 +204,7 @@ CREATE = {
     "linspace": lambda d: enp.linspace(0.0, 1.0, 5, device=d),
     "eye": lambda d: enp.eye(3, device=d),
     "asarray": lambda d: enp.asarray([1.0, 2.0], device=d),
+    "array": lambda d: enp.array([[1, 2]], ndmin=3, device=d),
     "asarray_array": lambda d: enp.asarray(enp.ones(2), device=d),
     "astype": lambda d: enp.astype(enp.ones(2), "int32", device=d),
     "astype_method": lambda d: enp.ones(2).astype("int32", device=d),

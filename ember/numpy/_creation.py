@@ -31,18 +31,20 @@ def _shape(shape: Shape, op: str) -> tuple[int, ...]:
     return shape
 
 
-def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0) -> Array:
-    """An Array from `object` (a copy; ember arrays are immutable, so copies are cheap to reason about).
+def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0, *, device=None) -> Array:
+    """An Array from `object` (a copy; ember arrays are immutable, so copies are cheap to reason about);
+    `device` commits it to that device (as ``ember.device_put``).
 
     >>> enp.array([[1, 2], [3, 4]], dtype="float32").shape
     (2, 2)
     """
+    place = check_device("array", device)
     x = asarray(object, dtype)
     if copy and isinstance(object, Array) and x is object:
         x = ew.copy_p.bind(x)
     if x.ndim < ndmin:
         x = lax.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
-    return x
+    return on_device(x, place)
 
 
 def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Array:
