@@ -52,7 +52,7 @@ from ember.transforms._programs import (
     transpose_program,
     wrap_all,
 )
-from ember.transforms._compile import active_backend, on_place
+from ember.transforms._compile import active_backend, on_place, run_raw
 from ember.transforms.jit import raw_impls
 from ember.transforms.jvp import jvp_flat
 
@@ -66,7 +66,7 @@ class _RunsRaw(Primitive):
 
     def eager(self, args: Sequence[Array], params: dict[str, Any]) -> list[Array]:
         place = result_place(self.name, args)  # the results stay on the operands' device, as a primitive's
-        outs = raw_impls[self](*[on_place(a, place) for a in args], **params)
+        outs = run_raw(self, [on_place(a, place) for a in args], params, place.backend)
         return wrap_all(outs, self.abstract_eval(*[a.aval for a in args], **params), place)
 
 

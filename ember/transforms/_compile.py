@@ -19,7 +19,7 @@ from ember.core.devices import Place
 from ember.core.primitive import Primitive, _shares_memory
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p
 
-__all__ = ["active_backend", "compiled_for", "compiled_sub", "on_place", "raw_impls", "raw_kernel"]
+__all__ = ["active_backend", "compiled_for", "compiled_sub", "on_place", "raw_impls", "raw_kernel", "run_raw"]
 
 # ``raw_impls[prim](*buffers, **params) -> output buffer(s)``, filled by the modules defining `prim`.
 raw_impls: dict[Primitive, Callable[..., Any]] = {}
@@ -58,6 +58,18 @@ def active_backend() -> Backend:
     'cpu'
     """
     return _running.get()
+
+
+def run_raw(prim: Primitive, buffers: list, params: dict, backend: Backend) -> Any:
+    """`prim`'s raw implementation on `buffers` (on `backend`'s device), with `backend` as `active_backend()`:
+    how control flow runs eagerly on the device of its operands."""
+    if backend is cpu:
+        return raw_impls[prim](*buffers, **params)
+    token = _running.set(backend)
+    try:
+        return raw_impls[prim](*buffers, **params)
+    finally:
+        _running.reset(token)
 
 
 def _running_on(compiled: Compiled, backend: Backend) -> Compiled:

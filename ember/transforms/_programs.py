@@ -154,7 +154,11 @@ def buffers(values: Sequence[Any]) -> list[np.ndarray]:
 
 def wrap_all(bufs: Sequence[Any], avals: Sequence[ShapedArray], place: Any = None) -> list[Array]:
     """Raw buffers as Arrays of `avals` on `place` (the default device's uncommitted one when None)."""
-    return [wrap(_coerce(b, a), a.weak_type, place) for b, a in zip(bufs, avals, strict=True)]
+    if place is None or place.ndarray is np.ndarray:
+        return [wrap(_coerce(b, a), a.weak_type, place) for b, a in zip(bufs, avals, strict=True)]
+    xp, ndarray = place.backend.xp, place.ndarray  # a GPU's buffers (NumPy scalars become device arrays)
+    return [wrap(b if type(b) is ndarray and b.dtype == a.dtype else xp.asarray(b, dtype=a.dtype), a.weak_type, place)
+            for b, a in zip(bufs, avals, strict=True)]  # fmt: skip
 
 
 # --- linearization -------------------------------------------------------------------------------------
