@@ -424,6 +424,19 @@ def test_a_host_callback_returning_gpu_memory_gets_a_device_error():
         ember.pure_callback(callback, ember.ShapeDtypeStruct((2,), np.float32), enp.ones(2))
 
 
+def test_a_cuda_array_interface_without_cupy_is_a_device_error(no_cupy):
+    class NumbaLike:
+        __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    with pytest.raises(DeviceError, match=r"asarray: NumbaLike is an array in GPU memory.*pip install"):
+        enp.asarray(NumbaLike())
+
+
+def test_the_backend_module_does_not_shadow_backends_cuda():
+    importlib.import_module("ember.backends.cuda_backend")
+    assert callable(backends.cuda) and hasattr(backends.cuda, "cache_clear")
+
+
 def test_cpu_arrays_have_no_cuda_array_interface_and_a_cpu_dlpack_device():
     x = enp.arange(3.0)
     assert not hasattr(x, "__cuda_array_interface__")
