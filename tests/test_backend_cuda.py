@@ -468,13 +468,23 @@ class _FakeOom(MemoryError):
 
 
 class _OnGpu(np.ndarray):
-    """A NumPy array claiming to live on GPU `gpu` (CuPy's ``x.data.device_id``)."""
+    """A NumPy array claiming to live on GPU `gpu` (CuPy's ``x.data.device_id``); results of NumPy
+    functions on it stay on its GPU."""
 
     gpu = 0
+
+    def __array_finalize__(self, obj):
+        self.gpu = getattr(obj, "gpu", 0)
 
     @property
     def data(self):
         return types.SimpleNamespace(device_id=self.gpu)
+
+    def get(self, stream=None, out=None):
+        if out is None:
+            return np.array(self)
+        out[...] = self
+        return out
 
 
 def _on_gpu(x, gpu: int) -> _OnGpu:
@@ -500,6 +510,99 @@ def _fake_cupy(entered: list):
     fake = _StandInCupy()
     fake.cuda, fake.ndarray = cuda, _OnGpu
     return fake, current
+
+
+class _FakeGpuCupy(_StandInCupy):
+    """NumPy playing CuPy with several GPUs: arrays made here land on the current (fake) device."""
+
+    def __init__(self, cuda, current):
+        super().__init__()
+        self.cuda, self.ndarray, self._current = cuda, _OnGpu, current
+
+    def _here(self, a):
+        return _on_gpu(a, self._current["id"])
+
+    def asarray(self, a, dtype=None, blocking=False):
+        return self._here(np.asarray(a, dtype))
+
+    def array(self, a, dtype=None, copy=True):
+        return self._here(np.array(a, dtype, copy=copy))
+
+    def arange(self, *args, **kwargs):
+        return self._here(np.arange(*args, **kwargs))
+
+    def ascontiguousarray(self, a, dtype=None):
+        return _on_gpu(np.ascontiguousarray(a, dtype), getattr(a, "gpu", self._current["id"]))
+
+    @staticmethod
+    def broadcast_to(x, shape):
+        return np.broadcast_to(x, shape, subok=True)
+
+
+class _ForeignGpu:
+    """A GPU array of another library (PyTorch on CUDA) on GPU 1."""
+
+    def __init__(self, value):
+        self.value = np.asarray(value)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.value
+
+    def __dlpack_device__(self):
+        return (2, 1)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.value.shape, "typestr": self.value.dtype.str, "data": (0, True), "version": 3}
+
+
+@pytest.fixture
+def two_fake_gpus(monkeypatch):
+    """ember with a CUDA backend on two fake GPUs (NumPy arrays tagged with their device)."""
+    from ember.core import devices
+
+    cuda_backend = importlib.import_module("ember.backends.cuda_backend")
+    entered: list = []
+    fake, current = _fake_cupy(entered)
+    fake = _FakeGpuCupy(fake.cuda, current)
+    fake.cuda.get_current_stream = lambda: types.SimpleNamespace(synchronize=lambda: None)
+    cupyx = types.SimpleNamespace(empty_pinned=np.empty)
+    backend = cuda_backend.CudaBackend(fake, kc.make_cuda_kernels(fake, cupyx=_FakeCupyx), cupyx=cupyx)
+    monkeypatch.setattr(backends, "cuda", lambda: backend)
+    monkeypatch.setattr(backends, "cuda_device_count", lambda: 2)
+    monkeypatch.setattr(backends, "cuda_device_name", lambda i: "Fake GPU")
+    monkeypatch.setattr(devices, "_PLACES", {})
+    primitive._EAGER.clear()
+    with ember.disable_jit():
+        yield entered, current
+    primitive._EAGER.clear()
+
+
+def test_two_fake_gpus_place_transfer_and_run_where_the_arrays_are(two_fake_gpus):
+    entered, current = two_fake_gpus
+    gpus = ember.devices("cuda")
+    assert [str(d) for d in gpus] == ["cuda:0", "cuda:1"]
+    x = ember.device_put(enp.arange(4.0), "cuda:1")
+    assert x.device == gpus[1] and x.committed and x._value.gpu == 1
+    y = x * 2 + 1
+    assert y.device == gpus[1] and y.committed and y._value.gpu == 1 and 1 in entered and current["id"] == 0
+    host = np.asarray(y.block_until_ready())
+    assert type(host) is np.ndarray and host.tolist() == [1.0, 3.0, 5.0, 7.0]
+    big = ember.device_put(enp.ones((1 << 19,)), "cuda:1")  # 2 MiB: the pinned path
+    np.testing.assert_array_equal(np.asarray(big), np.ones(1 << 19, np.float32))
+    z = ember.device_put(y, "cuda:0")  # a peer copy
+    assert z.device == gpus[0] and z._value.gpu == 0
+    with pytest.raises(DeviceError, match="committed to different devices"):
+        y + z
+    with ember.default_device("cuda:1"):
+        i = ember.lax.iota(np.int32, 5)  # no operand: made on the default device's GPU
+    assert i.device == gpus[1] and i._value.gpu == 1 and np.asarray(i).tolist() == [0, 1, 2, 3, 4]
+    f = enp.asarray(_ForeignGpu([1.0, 2.0]))  # another library's GPU array: copied on its GPU
+    assert f.device == gpus[1] and not f.committed and f._value.gpu == 1 and np.asarray(f).tolist() == [1.0, 2.0]
+    k = ember.random.key(0)
+    bits = ember.random.bits(ember.device_put(k, "cuda:1"), (3,))  # threefry, on the (gcc-compiled) CUDA source
+    assert bits.device == gpus[1]
+    np.testing.assert_array_equal(np.asarray(bits), np.asarray(ember.random.bits(k, (3,))))
 
 
 def test_kernels_run_under_their_operands_device_and_out_of_memory_is_translated():

@@ -57,8 +57,9 @@ class CudaBackend(Backend):
     'Backend'
     """
 
-    def __init__(self, cupy: ModuleType, kernels: dict[str, Callable[..., Any]]):
+    def __init__(self, cupy: ModuleType, kernels: dict[str, Callable[..., Any]], cupyx: ModuleType | None = None):
         self._cupy = cupy
+        self._cupyx = cupyx  # imported on first use when not given (tests give stand-ins)
         self._oom = cupy.cuda.memory.OutOfMemoryError
         self.ndarray = cupy.ndarray
         super().__init__("cuda", cupy, {name: self._on_device(name, k) for name, k in kernels.items()})
@@ -127,10 +128,12 @@ class CudaBackend(Backend):
             with cupy.cuda.Device(buffer.data.device_id):
                 if buffer.nbytes < _PINNED_MIN:
                     return buffer.get()
-                import cupyx
+                if self._cupyx is None:
+                    import cupyx
 
+                    self._cupyx = cupyx
                 source = cupy.ascontiguousarray(buffer)
-                pinned = cupyx.empty_pinned(source.shape, source.dtype)
+                pinned = self._cupyx.empty_pinned(source.shape, source.dtype)
                 stream = cupy.cuda.get_current_stream()
                 source.get(stream=stream, out=pinned)
                 stream.synchronize()

@@ -126,6 +126,8 @@ class Primitive:
         place = result_place(self.name, args)
         backend = place.backend
         kernel = self.kernel() if backend is _cpu else backend.kernel(self.name)
+        if not args and backend is not _cpu:  # no operand says which GPU (iota): the place's, not CuPy's current
+            kernel = _on_gpu(kernel, backend, place.device.id)
         if all(_shares_memory(x._place, place) for x in args):
             return place, kernel, None
         return place, kernel, [_mover(x._place, place) for x in args]
@@ -145,6 +147,14 @@ def result_place(name: str, args: Sequence[Array]) -> Any:
         place = args[0]._place
     _devices.check_present(place.device, name)
     return place
+
+
+def _on_gpu(kernel: Callable[..., Any], backend: Any, device_id: int) -> Callable[..., Any]:
+    def run(**params: Any) -> Any:
+        with backend.device(device_id):
+            return kernel(**params)
+
+    return run
 
 
 def _shares_memory(a: Any, b: Any) -> bool:
