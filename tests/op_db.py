@@ -109,6 +109,10 @@ class OpInfo:
       values (as in JAX, vmap over them raises ConcretizationError; the vmap column checks that it does)
     family: the family module's name without `op_db_` ("lax", "collective", ...); conftest.py adds it to
       the keywords of every test cell of the entry, so ``pytest -k collective`` runs that family's cells
+    exact_on_device: whether another device (CUDA) must give the CPU's results bit for bit; None: decided
+      by `device_exact` per result dtype and the primitives a call runs (integer and bool results, and calls
+      made only of primitives that move or select values, are exact; other inexact results are compared to
+      the entry's tolerances)
     """
 
     name: str
@@ -130,6 +134,7 @@ class OpInfo:
     ad_unsupported: dict = dataclasses.field(default_factory=dict)
     needs_concrete: str = ""
     family: str = ""  # the op_db_<family>.py module that registered it (set on loading; pytest -k <family> selects it)
+    exact_on_device: bool | None = None
 
     def __post_init__(self):
         self.dtypes = tuple(np.dtype(d) for d in self.dtypes)
@@ -146,6 +151,14 @@ class OpInfo:
     def autodiff_tolerance(self, dtype: np.dtype) -> tuple[float, float]:
         return self.ad_tol.get(dtype, AD_TOLERANCES.get(dtype, (0.0, 0.0)))
 
+
+    def device_exact(self, out_dtype: np.dtype, ran: set[str]) -> bool:
+        """Whether a result of `out_dtype`, from a call that ran the primitives named `ran` (as traced: the
+        `primitives` field lists those an entry is meant to cover, not all it runs), must be the same bits on
+        every device (tests/test_op_db_devices.py)."""
+        if self.exact_on_device is not None:
+            return self.exact_on_device
+        return np.dtype(out_dtype).kind in "biu" or set(ran) <= MOVES_VALUES
 
     def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
         return self.tol.get(dtype, TOLERANCES.get(dtype, (0.0, 0.0)))
@@ -183,6 +196,15 @@ AD_TOLERANCES = {
     np.dtype(np.complex128): (1e-5, 1e-6),
 }
 
+
+# Primitives whose results are values of their operands, moved, selected or rounded exactly by IEEE rules (no
+# arithmetic a GPU may contract or order differently): an entry made only of these is exact on every device.
+MOVES_VALUES = frozenset({
+    "reshape", "transpose", "broadcast_in_dim", "concatenate", "pad", "slice", "dynamic_slice", "dynamic_update_slice",
+    "gather", "rev", "squeeze", "expand_dims", "select_n", "copy", "iota", "stop_gradient", "sort", "top_k", "real",
+    "imag", "conj", "neg", "max", "min", "reduce_max", "reduce_min", "cummax", "cummin", "clamp", "floor", "ceil",
+    "round", "nextafter", "convert_element_type", "bitcast_convert_type", "reduce_precision",
+    "scatter_max", "scatter_min"})  # fmt: skip
 
 OPS: list[OpInfo] = []
 
