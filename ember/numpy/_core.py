@@ -51,13 +51,14 @@ def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | 
         return a  # the common case, which every ember.numpy function meets: no checks to pay for
     if order not in (None, "C", "K", "A"):
         raise InvalidArgumentError(f"asarray: order must be 'C', 'K', 'A' or None, got {order!r}; ember arrays have no layout")
-    place = check_device("asarray", device)
+    place = None if device is None else check_device("asarray", device)
     if copy is False:
-        return on_device(_asarray_no_copy(a, dtype), place)
+        out = _asarray_no_copy(a, dtype)
+        return out if place is None else on_device(out, place)
     x = _asarray(a, dtype, "asarray")
     if copy and x is a:
         x = ew.copy_p.bind(x)
-    return on_device(x, place)
+    return x if place is None else on_device(x, place)
 
 
 def _asarray_no_copy(a, dtype) -> Array:

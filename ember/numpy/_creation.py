@@ -38,13 +38,13 @@ def array(object: ArrayLike, dtype=None, copy: bool = True, ndmin: int = 0, *, d
     >>> enp.array([[1, 2], [3, 4]], dtype="float32").shape
     (2, 2)
     """
-    place = check_device("array", device)
+    place = None if device is None else check_device("array", device)
     x = asarray(object, dtype)
     if copy and isinstance(object, Array) and x is object:
         x = ew.copy_p.bind(x)
     if x.ndim < ndmin:
         x = lax.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
-    return on_device(x, place)
+    return x if place is None else on_device(x, place)
 
 
 def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Array:
@@ -53,15 +53,17 @@ def full(shape: Shape, fill_value: ArrayLike, dtype=None, *, device=None) -> Arr
     >>> enp.full((2,), 7)
     Array([7, 7], dtype=int32, weak_type=True)
     """
-    place = check_device("full", device)
+    place = None if device is None else check_device("full", device)
     shape = _shape(shape, "full")
     value = asarray(fill_value, dtype)
     if value.ndim:
         from ember.numpy._shape import broadcast_to
 
-        return on_device(broadcast_to(value, shape), place)
+        out = broadcast_to(value, shape)
+        return out if place is None else on_device(out, place)
     # JAX's: a weak fill value with no dtype gives a weak array
-    return on_device(lax.broadcast_in_dim(value, shape, ()), place)
+    out = lax.broadcast_in_dim(value, shape, ())
+    return out if place is None else on_device(out, place)
 
 
 def zeros(shape: Shape, dtype=None, *, device=None) -> Array:
@@ -74,8 +76,9 @@ def zeros(shape: Shape, dtype=None, *, device=None) -> Array:
     >>> x.device, x.committed
     (CpuDevice(id=0), True)
     """
-    place = check_device("zeros", device)
-    return on_device(full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float()), place)
+    place = None if device is None else check_device("zeros", device)
+    out = full(_shape(shape, "zeros"), 0, dtype_arg(dtype) or dtypes.default_float())
+    return out if place is None else on_device(out, place)
 
 
 def ones(shape: Shape, dtype=None, *, device=None) -> Array:
@@ -84,8 +87,9 @@ def ones(shape: Shape, dtype=None, *, device=None) -> Array:
     >>> enp.ones(3)
     Array([1., 1., 1.], dtype=float32)
     """
-    place = check_device("ones", device)
-    return on_device(full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float()), place)
+    place = None if device is None else check_device("ones", device)
+    out = full(_shape(shape, "ones"), 1, dtype_arg(dtype) or dtypes.default_float())
+    return out if place is None else on_device(out, place)
 
 
 def empty(shape: Shape, dtype=None, *, device=None) -> Array:
@@ -94,13 +98,14 @@ def empty(shape: Shape, dtype=None, *, device=None) -> Array:
     >>> enp.empty(2).shape
     (2,)
     """
-    place = check_device("empty", device)
-    return on_device(zeros(_shape(shape, "empty"), dtype), place)
+    place = None if device is None else check_device("empty", device)
+    out = zeros(_shape(shape, "empty"), dtype)
+    return out if place is None else on_device(out, place)
 
 
 def _like(name: str, value):
     def fn(a: ArrayLike, dtype=None, shape: Shape | None = None, *, device=None) -> Array:
-        place = check_device(name, device)
+        place = None if device is None else check_device(name, device)
         x = a if isinstance(a, Array) else asarray(a)
         target = dtype_arg(dtype) or x.dtype
         out = _weak_like(full(x.shape if shape is None else shape, value(target), target), x, dtype)
@@ -125,7 +130,7 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype=None, shape: Shape | No
     >>> enp.full_like(enp.ones(2), 5.0)
     Array([5., 5.], dtype=float32)
     """
-    place = check_device("full_like", device)
+    place = None if device is None else check_device("full_like", device)
     x = asarray(a)
     out = _weak_like(full(x.shape if shape is None else shape, fill_value, dtype_arg(dtype) or x.dtype), x, dtype)
     return on_device(out, place or (_followed(x) if shape is None else None))
@@ -148,7 +153,7 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     >>> enp.arange(5)
     Array([0, 1, 2, 3, 4], dtype=int32)
     """
-    place = check_device("arange", device)
+    place = None if device is None else check_device("arange", device)
     for v in (start, stop, step):
         if isinstance(v, Array) and not type(v) is Array:
             raise InvalidArgumentError("arange: start, stop and step must be concrete (static) values")
@@ -163,8 +168,9 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     if dtype is None:
         result = from_host(values)
         if all(isinstance(v, (int, np.integer)) or v is None for v in (start, stop, step)):
-            return on_device(result, place)
-        return on_device(convert(result, dtypes.default_float() if result.dtype.kind == "f" else result.dtype), place)
+            return result if place is None else on_device(result, place)
+        out = convert(result, dtypes.default_float() if result.dtype.kind == "f" else result.dtype)
+        return out if place is None else on_device(out, place)
     return asarray(values, dtype, device=device)
 
 
@@ -203,7 +209,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     >>> enp.linspace(0.0, 1.0, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    place = check_device("linspace", device)
+    place = None if device is None else check_device("linspace", device)
     from ember.numpy import _shape as sh
 
     num = _count("linspace", num)
@@ -225,7 +231,8 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         out = lax.broadcast_in_dim(start, (num, *shape), tuple(range(1, len(shape) + 1)))
     out = sh.moveaxis(out, 0, axis) if axis else out
     out = _as_result(out, target)
-    return on_device((out, step) if retstep else out, place)
+    out = (out, step) if retstep else out
+    return out if place is None else on_device(out, place)
 
 
 def _count(op: str, num) -> int:
@@ -312,13 +319,14 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     Array([[1., 0.],
            [0., 1.]], dtype=float32)
     """
-    place = check_device("eye", device)
+    place = None if device is None else check_device("eye", device)
     N, M = _shape((N, N if M is None else M), "eye")
     rows = lax.broadcasted_iota(dtypes.default_int(), (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.default_int(), (N, M), 1)
     from ember.numpy._ufuncs import equal
 
-    return on_device(convert(equal(cols - rows, k), dtype_arg(dtype) or dtypes.default_float()), place)
+    out = convert(equal(cols - rows, k), dtype_arg(dtype) or dtypes.default_float())
+    return out if place is None else on_device(out, place)
 
 
 def identity(n: int, dtype=None) -> Array:
