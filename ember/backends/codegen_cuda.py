@@ -8,7 +8,7 @@ a ``cupy.ElementwiseKernel`` or ``cupy.ReductionKernel`` declared at the top of 
     _k0 = xp.ElementwiseKernel('float32 in0, float32 in1', 'float32 out0', ..., preamble=...)
 
     def step(a, b):
-        c = xp.empty((1024, 256), dtype('float32'))
+        c = xp.empty((1024, 256), _l2)
         _k0(a, b, c)  # 14 equations: mul add mul ...
         d = ops.dot_general(c, ...)
         ...
@@ -145,7 +145,7 @@ class Generated:
 def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name: str = "program") -> Generated:
     """The generated module of `program` (nothing is compiled; CuPy is not needed).
 
-    >>> program = ember.make_ir(lambda x: enp.sum(enp.tanh(x * 2.0) + 1.0))(enp.ones(3)).program
+    >>> program = ember.jit(lambda x: enp.sum(enp.tanh(x * 2.0) + 1.0)).lower(enp.ones(3)).ir.program
     >>> gen = generate(program, name="f")
     >>> [(k.kind, k.summary) for k in gen.kernels]
     [('reduction', 'mul tanh add reduce_sum')]
@@ -202,7 +202,8 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
         lines = []
         for v in group.outvars:
             var_name[v] = next(names)
-            lines.append(f"    {var_name[v]} = xp.empty({group.shape}, {np.dtype(v.aval.dtype)!r})")
+            dtype = literals.setdefault(repr(np.dtype(v.aval.dtype)), f"_l{len(literals)}")  # made once, not per call
+            lines.append(f"    {var_name[v]} = xp.empty({group.shape}, {dtype})")
         outs = [var_name[v] for v in group.outvars]
         lines.append(f"    {spec.name}({', '.join([*args, *outs])})  # {spec.summary}")
         return lines
@@ -249,11 +250,11 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
     Run with `xp=numpy`, only the Python is checked (no kernel is made without CuPy):
 
     >>> import numpy
-    >>> program = ember.make_ir(lambda x: x * 2.0 + 1.0)(enp.ones(3)).program
+    >>> program = ember.jit(lambda x: x * 2.0 + 1.0).lower(enp.ones(3)).ir.program
     >>> compiled = compile_program(program, lambda prim: None, xp=numpy)
     >>> print(compiled.source.split("\\n\\n")[-1])
     def program(a):
-        b = xp.empty((3,), dtype('float32'))
+        b = xp.empty((3,), _l0)
         _k0(a, b)  # mul add
         return [b]
     <BLANKLINE>

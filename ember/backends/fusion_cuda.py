@@ -63,9 +63,10 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
     """The program's equations in order, each group (of one or more equations) replaced by one `Group`
     at the place of its last member (a reduction group: of its reduction).
 
-    >>> program = ember.make_ir(lambda x, y: enp.sum(enp.tanh(x * 2.0 + y), axis=1))(enp.ones((2, 3)), enp.ones(3)).program
+    >>> f = lambda x, y: enp.sum(enp.tanh(x * 2.0 + y), axis=1)
+    >>> program = ember.jit(f).lower(enp.ones((2, 3)), enp.ones(3)).ir.program
     >>> plan_groups(program)
-    [Group(4 equations on (2, 3), ending in reduce_sum)]
+    [Group(3 equations on (2, 3), ending in reduce_sum)]
     """
     eqns = program.eqns
     readers: dict[Any, set[int]] = {}
@@ -138,39 +139,45 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
             break
 
     # 3. a reduction ends the group whose only value it reads
+    defined_at = {v: i for i, eqn in enumerate(eqns) for v in eqn.outvars}
     ends: dict[int, int] = {}  # group id -> index of its final reduction
     for i, eqn in enumerate(eqns):
         if i in group_of or not reduction_fusible(eqn):
             continue
         v = eqn.inputs[0]
-        gid = group_of.get(next((k for k in range(i) if v in eqns[k].outvars), -1))
+        gid = group_of.get(defined_at.get(v, -1))
         if gid is not None and gid not in ends and handed_out(gid) == [v] and readers[v] == {i} and v not in returned:
             ends[gid] = i
 
-    # 4. sibling groups of one shape merge (one launch, inputs read once) when none of the earlier
-    # group's values is read between the two: running it at the later one's place changes nothing
+    # 4. sibling groups of one shape merge (one launch, inputs read once): the earlier one runs at the
+    # later one's place when nothing reads its values in between, or else the later one runs early, at
+    # the earlier one's place, when all it reads from outside is computed by then
     place: dict[int, int] = {}  # group id -> where it runs, when not at its last member
-    defined_at = {v: i for i, eqn in enumerate(eqns) for v in eqn.outvars}
-    outside_reads = {v: sorted(r - {i for i in group_of}) for v, r in readers.items()}
-    order = sorted((g for g in members if g not in ends), key=lambda g: max(members[g]))
+
+    def runs_at(gid: int) -> int:
+        return ends[gid] if gid in ends else place.get(gid, max(members[gid]))
+
+    def code_at(i: int) -> int:
+        """Where the code of equation i runs (its group's place)."""
+        g = group_of.get(i)
+        return runs_at(g) if g in members else i
+
+    order = sorted((g for g in members if g not in ends), key=runs_at)
     for k, a in enumerate(order):
-        if a not in members:
+        if a not in members or not handed_out(a):
             continue
-        outs_a = handed_out(a)
-        if not outs_a:
-            continue
-        shape = outs_a[0].aval.shape
+        shape = shape_of(a)
         for b in order[k + 1 :]:
-            if b not in members or shape_of(b) != shape or any(v.aval.shape != shape for v in handed_out(b)):
+            if b not in members or not handed_out(b) or shape_of(b) != shape:
                 continue
-            end, start = place.get(b, max(members[b])), place.get(a, max(members[a]))
+            start, end = runs_at(a), runs_at(b)
+            both = set(members[a] + members[b])
             if end < start:
                 continue
-            if any(start < r <= end for v in outs_a for r in outside_reads.get(v, ())):
-                # a's values are read before b runs: b may still run early, at a's place, if all
-                # it reads from outside is there by then (a value read by a reduction and a chain)
-                inside = {eqns[i].outvars[0] for i in members[a] + members[b]}
-                if any(defined_at.get(v, -1) >= start for i in members[b] for v in eqns[i].inputs if v not in inside):
+            if any(code_at(r) <= end for v in handed_out(a) for r in readers.get(v, ()) if r not in both):
+                inside = {eqns[i].outvars[0] for i in both}
+                outside = [v for i in members[b] for v in eqns[i].inputs if v not in inside and v in defined_at]
+                if any(code_at(defined_at[v]) >= start for v in outside):
                     continue
                 place[b] = start
             members[b] = sorted(members[b] + members.pop(a))
