@@ -466,17 +466,17 @@ def _cuda_wrapper(spec, space):
     """An extern "C" __global__ function calling `spec`'s device function once per element."""
     ins = [f"const {_STORAGE[np.dtype(d).name]}* {n}" for n, d in spec.inputs]
     outs = [f"{_STORAGE[np.dtype(d).name]}* {n}" for n, d in spec.outputs]
-    head = f'extern "C" __global__ void check_{space}{spec.name}({", ".join([*ins, *outs, "long n"])}) {{'
+    head = f'extern "C" __global__ void check_{space}_{spec.cname}({", ".join([*ins, *outs, "long n"])}) {{'
     lines = [head, "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;", "  if (i >= n) return;"]
     args = [f"{n}[i]" for n, _ in spec.inputs]
     if spec.kind == "elementwise":
         temps = [f"_{n}" for n, _ in spec.outputs]
         lines += [f"  {c_source.CTYPE[np.dtype(d).name]} _{n};" for n, d in spec.outputs]
-        lines += [f"  {space}::{spec.name}_body({', '.join(args + temps)});"]
+        lines += [f"  {space}::{spec.cname}_body({', '.join(args + temps)});"]
         lines += [f"  {n}[i] = _{n};" for n, _ in spec.outputs]
     else:
         acc = spec.reduce_type
-        lines += [f"  {acc} a = ({acc})({spec.identity});", f"  {acc} b = {space}::{spec.name}_map({', '.join(args)});",
+        lines += [f"  {acc} a = ({acc})({spec.identity});", f"  {acc} b = {space}::{spec.cname}_map({', '.join(args)});",
                   f"  a = {spec.reduce_expr};", "  out0[i] = a;"]  # fmt: skip
     return "\n".join([*lines, "}"])
 

@@ -50,12 +50,14 @@ _FIRST_CALLS: dict[str, float] = {}
 
 
 class KernelSpec:
-    """One generated kernel: `kind` "elementwise" or "reduction"; `inputs`/`outputs` the (name, dtype)
-    of its parameters; `body` the C of its device function `<name>_body` (elementwise: inputs, then a
-    reference per output) or `<name>_map` (reduction: inputs -> the accumulator's value); for a
+    """One generated kernel: `kind` "elementwise" or "reduction"; `name` the Python name of its object,
+    `cname` its name in C (the kernel's, and its device function's prefix); `inputs`/`outputs` the (name,
+    dtype) of its parameters; `body` the C of its device function `<cname>_body` (elementwise: inputs,
+    then a reference per output) or `<cname>_map` (reduction: inputs -> the accumulator's value); for a
     reduction `reduce_expr`, `identity`, `reduce_type` and `axes`."""
 
-    __slots__ = ("axes", "body", "identity", "inputs", "kind", "name", "outputs", "reduce_expr", "reduce_type", "summary")
+    __slots__ = ("axes", "body", "cname", "identity", "inputs", "kind", "name", "outputs", "reduce_expr", "reduce_type",
+                 "summary")  # fmt: skip
 
     def __init__(self, **fields: Any):
         for k in self.__slots__:
@@ -73,23 +75,25 @@ class KernelSpec:
     def operation(self) -> str:
         """The statement of an elementwise kernel (CuPy's `operation`): the body into temporaries of
         the computing types (float for float16), then stored."""
-        temps = [f"{c_source.CTYPE[np.dtype(d).name]} _{n};" for n, d in self.outputs]
-        call = f"{self.name}_body({', '.join([n for n, _ in self.inputs] + [f'_{n}' for n, _ in self.outputs])});"
-        return " ".join([*temps, call, *(f"{n} = _{n};" for n, _ in self.outputs)])
+        temps = [f"{c_source.CTYPE[np.dtype(d).name]} t_{n};" for n, d in self.outputs]
+        call = f"{self.cname}_body({', '.join([n for n, _ in self.inputs] + [f't_{n}' for n, _ in self.outputs])});"
+        return " ".join([*temps, call, *(f"{n} = t_{n};" for n, _ in self.outputs)])
 
     def declaration(self) -> str:
         """The Python that makes the kernel object (with `xp` the CuPy module)."""
         if self.kind == "elementwise":
             return (f"{self.name} = xp.ElementwiseKernel({self.in_params!r}, {self.out_params!r}, {self.operation!r}, "
-                    f"{self.name!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
+                    f"{self.cname!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
         post = "out0 = a"
         return (f"{self.name} = xp.ReductionKernel({self.in_params!r}, {self.out_params!r}, "
-                f"{self.name + '_map(' + ', '.join(n for n, _ in self.inputs) + ')'!r}, {self.reduce_expr!r}, {post!r}, "
-                f"{self.identity!r}, {self.name!r}, reduce_type={self.reduce_type!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
+                f"{self.cname + '_map(' + ', '.join(n for n, _ in self.inputs) + ')'!r}, {self.reduce_expr!r}, {post!r}, "
+                f"{self.identity!r}, {self.cname!r}, reduce_type={self.reduce_type!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
 
 
 def _kernel_spec(group: Group, name: str) -> KernelSpec:
-    """The kernel of a fused group: its device function's C, one `const` local per equation."""
+    """The kernel of a fused group (Python name `name`): its device function's C, one `const` local per
+    equation."""
+    cname = f"ember{name[1:]}"  # _k0 -> ember_k0
     env: dict[Any, str] = {}
     inputs = []
     for k, v in enumerate(group.inputs):
@@ -114,16 +118,16 @@ def _kernel_spec(group: Group, name: str) -> KernelSpec:
         outputs = [(f"out{k}", v.aval.dtype) for k, v in enumerate(group.outvars)]
         params += [f"{c_source.CTYPE[np.dtype(d).name]}& {n}" for n, d in outputs]
         lines += [f"  {n} = {env[v]};" for (n, _), v in zip(outputs, group.outvars)]
-        head = f"__device__ __forceinline__ void {name}_body({', '.join(params)}) {{"
-        return KernelSpec(kind="elementwise", name=name, inputs=inputs, outputs=outputs, summary=summary,
+        head = f"__device__ __forceinline__ void {cname}_body({', '.join(params)}) {{"
+        return KernelSpec(kind="elementwise", name=name, cname=cname, inputs=inputs, outputs=outputs, summary=summary,
                           body="\n".join([head, *lines, "}"]) + "\n")  # fmt: skip
     red = group.reduction
     operand = red.inputs[0]
     reduce_expr, identity, acc = c_source.reduction(red)
     value = env[operand] if type(operand).__name__ == "Var" else c_source.literal(operand.value, operand.aval.dtype)
-    head = f"__device__ __forceinline__ {acc} {name}_map({', '.join(params)}) {{"
+    head = f"__device__ __forceinline__ {acc} {cname}_map({', '.join(params)}) {{"
     lines.append(f"  return ({acc})({value});")
-    return KernelSpec(kind="reduction", name=name, inputs=inputs, outputs=[("out0", red.outvars[0].aval.dtype)],
+    return KernelSpec(kind="reduction", name=name, cname=cname, inputs=inputs, outputs=[("out0", red.outvars[0].aval.dtype)],
                       body="\n".join([head, *lines, "}"]) + "\n", reduce_expr=reduce_expr, identity=identity,
                       reduce_type=acc.replace("ember_c64", "thrust::complex<float>").replace("ember_c128", "thrust::complex<double>"),
                       axes=tuple(red.params["axes"]), summary=f"{summary} {red.primitive.name}")  # fmt: skip
