@@ -93,7 +93,7 @@ class KernelSpec:
 def _kernel_spec(group: Group, name: str) -> KernelSpec:
     """The kernel of a fused group (Python name `name`): its device function's C, one `const` local per
     equation."""
-    cname = f"ember{name[1:]}"  # _k0 -> ember_k0
+    cname = f"ember_{name[1:]}"  # _k0 -> ember_k0
     env: dict[Any, str] = {}
     inputs = []
     for k, v in enumerate(group.inputs):
