@@ -33,10 +33,13 @@ import numpy as np
 from benchmarks.registry import BASELINE, IMPLEMENTATIONS, Env, Workload, load_all, parse_device, to_numpy
 from benchmarks.timing import paired_ratios, time_interleaved
 
-FULL = {"rounds": 9, "target_s": 0.030}
-QUICK = {"rounds": 3, "target_s": 0.005}
+FULL = {"rounds": 9, "target_s": 0.030, "warmup": 3}
+QUICK = {"rounds": 3, "target_s": 0.005, "warmup": 3}
+SMOKE = {"rounds": 1, "target_s": 0.0005, "warmup": 1}  # does it run: sizes shrink too (env.smoke)
 #: A workload with this tag runs only when selected by name, family or suite (too big for a default CPU run).
 LARGE = "large"
+#: A workload with this tag measures host-side work (a conversion from torch): not run with --device.
+HOST = "host"
 
 
 @dataclass
@@ -166,7 +169,8 @@ def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> d
 
 
 def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtract_overhead: bool = True,
-                 check: bool = True, timed: Iterable[str] | None = None, reference: str = BASELINE) -> Row:
+                 check: bool = True, timed: Iterable[str] | None = None, reference: str = BASELINE,
+                 warmup: int = 3) -> Row:
     """Check and time one workload. `timed`: the implementations to time (default: every one built; NumPy is
     built regardless, as the reference of the check); ratios are to `reference`."""
     row = Row(name=w.name, family=w.family, description=w.description, target=w.target, reference=reference)
@@ -191,7 +195,7 @@ def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtrac
     wanted = set(impls if timed is None else timed)
     timed_impls = {k: f for k, f in impls.items() if k in wanted and not row.check.get(k, "ok").startswith("error")}
     timings, row.overhead_s = time_interleaved(timed_impls, rounds=rounds, target_s=target_s,
-                                               subtract_overhead=subtract_overhead)
+                                               subtract_overhead=subtract_overhead, warmup=warmup)
     base = timings.get(reference)
     for name, t in timings.items():
         row.times[name] = {"median": t.median, "min": t.min, "n": t.n, "rounds": t.per_call}
@@ -240,7 +244,7 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
         out = sys.stdout
     cfg = dict(QUICK if quick else FULL)
     if smoke:
-        cfg = {"rounds": 1, "target_s": 0.0005}
+        cfg = dict(SMOKE)
     if rounds is not None:
         cfg["rounds"] = rounds
     if target_ms is not None:
@@ -248,6 +252,8 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
     timed = tuple(impls) if impls is not None else tuple(IMPLEMENTATIONS)
     env = Env(tuple(dict.fromkeys((BASELINE, *timed))), device=device, smoke=smoke)
     workloads = select(patterns, suite=suite)
+    host_only = [w.name for w in workloads if HOST in w.tags and env.device != "cpu"]
+    workloads = [w for w in workloads if w.name not in host_only]
     # import the optional peers up front so the columns are known before the first row
     present = [i for i in IMPLEMENTATIONS if i in timed and env.available(i)]
     reference = reference if reference is not None else default_reference(present)
@@ -268,6 +274,7 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
         "numpy_timed": BASELINE in present,
         "suite": suite,
         "reference": reference,
+        "host_only": host_only,
     }
     table = _Table(present, out, reference)
     table.header(meta)
@@ -275,7 +282,7 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
     for w in workloads:
         row = run_workload(w, env, rounds=cfg["rounds"], target_s=cfg["target_s"],
                            subtract_overhead=subtract_overhead, check=check, timed=present,
-                           reference=reference or BASELINE)
+                           reference=reference or BASELINE, warmup=cfg["warmup"])
         _release(env)
         rows.append(row)
         table.row(row)
@@ -331,10 +338,10 @@ def time_cell(r: Row, impl: str) -> str:
 def bandwidth_lines(rows: list[Row], impls: list[str], on_gpu: bool = False) -> list[str]:
     """GB/s of the rows that declare their bytes (the elementwise chain, the copy), and the best of each row
     against the copy bandwidth measured in the same run: on a GPU, the fastest device-to-device copy of the
-    libraries there; on the CPU, NumPy's copy."""
+    libraries there; on the CPU, NumPy's copy (the fastest of the others when NumPy is not timed)."""
     moved = [r for r in rows if r.gbps]
     copies = [(v, impl) for r in moved if r.family == "bandwidth" for impl, v in r.gbps.items()
-              if (impl != BASELINE) == on_gpu]  # fmt: skip
+              if (impl != BASELINE) == on_gpu or not on_gpu and BASELINE not in r.gbps]  # fmt: skip
     copy = max(copies) if copies else None
     lines = []
     for r in moved:
@@ -343,7 +350,7 @@ def bandwidth_lines(rows: list[Row], impls: list[str], on_gpu: bool = False) -> 
         line = f"{r.name} ({r.bytes_moved / 1e6:.3g} MB read+written per call): " + ", ".join(cells)
         fastest = max((v, impl) for impl, v in r.gbps.items() if (impl != BASELINE) == on_gpu or not on_gpu)
         if copy is not None and r.family != "bandwidth":
-            line += f"; fastest {fastest[1]} = {fastest[0] / copy[0]:.2f} x the copy bandwidth"
+            line += f"; the fastest, {fastest[1]}, at {fastest[0] / copy[0]:.2f}x the copy bandwidth"
         lines.append(line)
     if copy is not None:
         lines.append(f"copy bandwidth of this run: {copy[0]:.3g} GB/s ({copy[1]}'s copy of the same bytes"
@@ -356,7 +363,7 @@ class _Table:
         self.impls, self.out, self.reference = impls, out, reference
         self.on_gpu = False
         self.peers = [i for i in impls if i != reference] if reference in impls else []
-        self.cols = [("workload", 18), ("op", 26)] + [(i, 9) for i in impls] + \
+        self.cols = [("workload", 26), ("op", 26)] + [(i, 9) for i in impls] + \
                     [(f"{i}/{_short(reference)}", 13) for i in self.peers] + [("target", 11)]
 
     def _p(self, s: str = "") -> None:
@@ -403,6 +410,8 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
         lines.append(f"device {meta['device']}: {where}"
                      + ("" if meta["numpy_timed"] else "; NumPy computes the reference of the check, untimed"))
     lines += [f"{k}: skipped, {why}" for k, why in meta["missing"].items()]
+    if meta.get("host_only"):
+        lines.append(f"not run on {meta['device']} (they measure host-side work): {', '.join(meta['host_only'])}")
     if meta.get("smoke"):
         lines.append("smoke run: shrunken sizes, times mean nothing")
     ref = meta.get("reference", BASELINE)

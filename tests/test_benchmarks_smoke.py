@@ -50,7 +50,7 @@ def test_ember_output_matches_numpy(name):
     w = WORKLOADS[name]
     if "needs_torch" in w.tags:
         pytest.importorskip("torch")
-    impls = w.setup(Env(("numpy", "ember", "ember_jit")))
+    impls = w.setup(Env(("numpy", "ember", "ember_jit"), smoke=True))  # smoke: the large workloads shrink
     embers = sorted(set(impls) - {"numpy"})
     assert "numpy" in impls and embers and set(embers) <= {"ember", "ember_jit"}, sorted(impls)
     expected = to_numpy(impls["numpy"]())
@@ -80,3 +80,89 @@ def test_wrong_or_raising_implementation_is_reported_not_timed():
     assert brun.check_impls(w, w.setup(None))["ember"].startswith("mismatch: values differ")
     w = Workload("fake3", lambda env: {"numpy": lambda: a + a, "ember": lambda: (a + a).astype(np.float64)})
     assert brun.check_impls(w, w.setup(None))["ember"] == "mismatch: dtype float64 != float32"
+
+
+# --------------------------------------------------------------------------- devices and the GPU suite
+
+GPU_ROWS = {"per_sample_grads_mlp", "per_sample_grads_cnn", "per_sample_grads_mlp_large", "mlp_adam_step",
+            "mlp_adam_first_call", "hessian_logistic_1000", "jit_elementwise_20_1m", "copy_1m"}
+
+
+@pytest.fixture
+def cpu_devices_restored():
+    """`--device cpu:1` raises ember's CPU device count for the run; put it back for the tests after."""
+    import ember
+
+    n = ember.config.num_cpu_devices
+    yield
+    ember.config.update("num_cpu_devices", n)
+
+
+def test_suite_selection_and_large_workloads():
+    assert {w.name for w in brun.select(None, suite="gpu")} == GPU_ROWS
+    assert {w.name for w in brun.select(["per_sample"], suite="gpu")} == {n for n in GPU_ROWS if "per_sample" in n}
+    # a default run leaves out what is too large for the CPU; naming it, or its suite, runs it
+    assert "per_sample_grads_mlp_large" not in {w.name for w in brun.select(None)}
+    assert [w.name for w in brun.select(["per_sample_grads_mlp_large"])] == ["per_sample_grads_mlp_large"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu:1"])
+def test_gpu_suite_runs_on_a_cpu_device(device, tmp_path, capsys, cpu_devices_restored):
+    """The command the GPU machine runs, on the CPU at smoke sizes: every GPU row is computed right, on the
+    device asked for (cpu:1 puts ember's inputs there through ember.device_put, as cuda:0 would), and the
+    Markdown + JSON report has every row, the device and the bandwidth lines."""
+    md = tmp_path / "gpu.md"
+    rc = brun.main(["--suite", "gpu", "--device", device, "--smoke", "--impls", "numpy,ember,ember_jit",
+                    "--out", str(md)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    data = json.loads(md.with_suffix(".json").read_text())
+    assert data["meta"]["device"] == device and data["meta"]["smoke"] is True
+    rows = {r["name"]: r for r in data["rows"]}
+    assert set(rows) == GPU_ROWS
+    for name, r in rows.items():
+        assert r["error"] is None and set(r["check"].values()) == {"ok"}, (name, r["check"])
+        assert r["times"]["numpy"]["median"] > 0
+    for name in ("jit_elementwise_20_1m", "copy_1m"):
+        assert rows[name]["bytes_moved"] == 8 * 1000  # smoke: f32[1000] read and written
+        assert rows[name]["gbps"]["numpy"] == pytest.approx(8e3 / rows[name]["times"]["numpy"]["median"] / 1e9)
+    text = md.read_text()
+    assert text.count("\n| ") == len(GPU_ROWS) + 1  # the header row, then one per workload
+    assert "copy bandwidth of this run" in text and "x the copy bandwidth" in text
+    if device == "cpu:1":
+        assert "ember on cpu:1" in text and "numpy on host" in text
+
+
+def test_untimed_numpy_is_still_the_reference(tmp_path, capsys, cpu_devices_restored):
+    path = tmp_path / "r.json"
+    rc = brun.main(["--only", "per_sample_grads_mlp", "--device", "cpu:1", "--smoke", "--impls", "ember,ember_jit",
+                    "--json", str(path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "NumPy computes the reference of the check, untimed" in out
+    (row,) = json.loads(path.read_text())["rows"]
+    assert set(row["times"]) == {"ember", "ember_jit"} and row["check"] == dict.fromkeys(("numpy", "ember", "ember_jit"), "ok")
+
+
+def test_result_off_the_device_is_a_mismatch(cpu_devices_restored):
+    """A workload that makes its ember inputs without env.put runs on cpu:0: the runner says so."""
+    from benchmarks.registry import Workload
+
+    a = np.ones(3, np.float32)
+    env = Env(("numpy", "ember"), device="cpu:1")
+    w = Workload("fake", lambda env: {"numpy": lambda: a + a, "ember": lambda: env.enp.asarray(a) * 2})
+    assert brun.check_impls(w, w.setup(env), env)["ember"] == "mismatch: result on cpu:0, not cpu:1"
+    w = Workload("fake", lambda env: {"numpy": lambda: a + a, "ember": lambda: env.put("ember", a) * 2})
+    assert brun.check_impls(w, w.setup(env), env) == {"numpy": "ok", "ember": "ok"}
+
+
+def test_cuda_without_a_gpu_says_so(capsys):
+    from ember import backends
+
+    if backends.cuda_device_count() > 0:
+        pytest.skip("this machine has a GPU")
+    assert brun.main(["--suite", "gpu", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--device cuda: ember finds 0 CUDA GPU(s) here" in err and "leave --device out" in err
+    assert brun.main(["--device", "tpu"]) == 2
+    assert "--device 'tpu': write cpu, cpu:N, cuda or cuda:N" in capsys.readouterr().err

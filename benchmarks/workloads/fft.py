@@ -41,15 +41,15 @@ def _(env):
 
     enp = env.enp
     x = _signal()
-    ex = enp.asarray(x)
+    ex = env.put("ember", x)
     rfft = enp.fft.rfft
     jit_rfft = ember.jit(rfft)
     impls = {"numpy": lambda: np.fft.rfft(x), "ember": lambda: rfft(ex), "ember_jit": lambda: jit_rfft(ex)}
     if env.torch is not None:
-        tx = env.torch.tensor(x)
+        tx = env.put("torch", x)
         impls["torch"] = lambda: env.torch.fft.rfft(tx)
     if env.jnp is not None:
-        jx, jrfft = env.jnp.asarray(x), env.jax.jit(env.jnp.fft.rfft)
+        jx, jrfft = env.put("jax", x), env.jax.jit(env.jnp.fft.rfft)
         impls["jax"] = lambda: jrfft(jx).block_until_ready()
     return impls
 
@@ -61,7 +61,7 @@ def _(env):
 
     enp = env.enp
     x = _signal()
-    ex = enp.asarray(x)
+    ex = env.put("ember", x)
 
     def power(x):
         spectrum = enp.fft.rfft(x)
@@ -72,7 +72,7 @@ def _(env):
     impls = {"numpy": lambda: numpy_power_grad(x), "ember": lambda: grad(ex), "ember_jit": lambda: jit_grad(ex)}
     if env.torch is not None:
         torch = env.torch
-        tx = torch.tensor(x, requires_grad=True)
+        tx = env.put("torch", x).requires_grad_()
 
         def torch_grad():
             spectrum = torch.fft.rfft(tx)
@@ -86,6 +86,6 @@ def _(env):
             spectrum = jnp.fft.rfft(x)
             return jnp.sum(jnp.real(spectrum) ** 2 + jnp.imag(spectrum) ** 2)
 
-        jx, jgrad = jnp.asarray(x), jax.jit(jax.grad(jpower))
+        jx, jgrad = env.put("jax", x), jax.jit(jax.grad(jpower))
         impls["jax"] = lambda: jgrad(jx).block_until_ready()
     return impls

@@ -31,6 +31,7 @@ import numpy as np
 from benchmarks.registry import register, workload
 
 LOGISTIC_N, LOGISTIC_D = 500, 1000
+SMOKE_LOGISTIC_N, SMOKE_LOGISTIC_D = 50, 100  # env.smoke
 TANH_N = 256
 HVP_N, HVP_D, HVP_H = 256, 128, 256
 NTK_SIZES, NTK_BATCH = (16, 64, 64, 1), 32
@@ -39,11 +40,12 @@ NTK_SIZES, NTK_BATCH = (16, 64, 64, 1), 32
 # --------------------------------------------------------------------------- Hessian of the logistic loss
 
 
-def _logistic_inputs():
+def _logistic_inputs(smoke=False):
+    n, d = (SMOKE_LOGISTIC_N, SMOKE_LOGISTIC_D) if smoke else (LOGISTIC_N, LOGISTIC_D)
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((LOGISTIC_N, LOGISTIC_D)).astype(np.float32)
-    y = (rng.random(LOGISTIC_N) < 0.5).astype(np.float32)
-    w = (rng.standard_normal(LOGISTIC_D) / np.sqrt(LOGISTIC_D)).astype(np.float32)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    y = (rng.random(n) < 0.5).astype(np.float32)
+    w = (rng.standard_normal(d) / np.sqrt(d)).astype(np.float32)
     return x, y, w
 
 
@@ -52,13 +54,13 @@ def numpy_logistic_hessian(x, w):
     return x.T @ (x * (p * (1 - p))[:, None]) / np.float32(x.shape[0])
 
 
-@workload("hessian_logistic_1000", family="hessian", target=1.5, rtol=1e-4, atol=1e-5,
+@workload("hessian_logistic_1000", family="hessian", target=1.5, rtol=1e-4, atol=1e-5, tags=("gpu",),
           description="hessian logistic 1000 params")  # fmt: skip
 def _(env):
     import ember
 
     enp = env.enp
-    x, y, w = _logistic_inputs()
+    x, y, w = _logistic_inputs(env.smoke)
 
     def make_loss(xp, softplus, x, y):
         def loss(w):
@@ -67,19 +69,19 @@ def _(env):
 
         return loss
 
-    ex, ey, ew = enp.asarray(x), enp.asarray(y), enp.asarray(w)
+    ex, ey, ew = env.put("ember", (x, y, w))
     hess = ember.hessian(make_loss(enp, lambda z: enp.logaddexp(0.0, z), ex, ey))
     impls = {"numpy": lambda: numpy_logistic_hessian(x, w), "ember": lambda: hess(ew)}
     jit_hess = ember.jit(hess)
     impls["ember_jit"] = lambda: jit_hess(ew)
     if env.torch is not None:
         torch = env.torch
-        tx, ty, tw = torch.tensor(x), torch.tensor(y), torch.tensor(w)
+        tx, ty, tw = env.put("torch", (x, y, w))
         thess = torch.func.hessian(make_loss(torch, torch.nn.functional.softplus, tx, ty))
         impls["torch"] = lambda: thess(tw)
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
-        jx, jy, jw = jnp.asarray(x), jnp.asarray(y), jnp.asarray(w)
+        jx, jy, jw = env.put("jax", (x, y, w))
         jhess = jax.jit(jax.hessian(make_loss(jnp, jax.nn.softplus, jx, jy)))
         impls["jax"] = lambda: jhess(jw).block_until_ready()
     return impls
@@ -105,19 +107,19 @@ def _tanh_jacobian_setup(env, mode):
 
     enp = env.enp
     w, x = _tanh_inputs()
-    ew, ex = enp.asarray(w), enp.asarray(x)
+    ew, ex = env.put("ember", (w, x))
     jac = getattr(ember, mode)(lambda x: enp.tanh(ew @ x))
     impls = {"numpy": lambda: numpy_tanh_jacobian(w, x), "ember": lambda: jac(ex)}
     jit_jac = ember.jit(jac)
     impls["ember_jit"] = lambda: jit_jac(ex)
     if env.torch is not None:
         torch = env.torch
-        tw, tx = torch.tensor(w), torch.tensor(x)
+        tw, tx = env.put("torch", (w, x))
         tjac = getattr(torch.func, mode)(lambda x: torch.tanh(tw @ x))
         impls["torch"] = lambda: tjac(tx)
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
-        jw, jx = jnp.asarray(w), jnp.asarray(x)
+        jw, jx = env.put("jax", (w, x))
         jjac = jax.jit(getattr(jax, mode)(lambda x: jnp.tanh(jw @ x)))
         impls["jax"] = lambda: jjac(jx).block_until_ready()
     return impls
@@ -175,8 +177,7 @@ def _(env):
 
         return loss
 
-    ex, et = enp.asarray(x), enp.asarray(t)
-    eparams, evs = [enp.asarray(p) for p in params], [enp.asarray(v) for v in vs]
+    ex, et, eparams, evs = env.put("ember", (x, t, params, vs))
     egrad = ember.grad(make_loss(enp, ex, et))
     impls = {"numpy": lambda: numpy_mlp_hvp(params, vs, x, t),
              "ember": lambda: ember.jvp(egrad, (eparams,), (evs,))[1]}  # fmt: skip
@@ -184,14 +185,12 @@ def _(env):
     impls["ember_jit"] = lambda: jit_hvp(eparams, evs)
     if env.torch is not None:
         torch = env.torch
-        tx, tt = torch.tensor(x), torch.tensor(t)
-        tparams, tvs = [torch.tensor(p) for p in params], [torch.tensor(v) for v in vs]
+        tx, tt, tparams, tvs = env.put("torch", (x, t, params, vs))
         tgrad = torch.func.grad(make_loss(torch, tx, tt))
         impls["torch"] = lambda: torch.func.jvp(tgrad, (tparams,), (tvs,))[1]
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
-        jx, jt = jnp.asarray(x), jnp.asarray(t)
-        jparams, jvs = [jnp.asarray(p) for p in params], [jnp.asarray(v) for v in vs]
+        jx, jt, jparams, jvs = env.put("jax", (x, t, params, vs))
         jgrad = jax.grad(make_loss(jnp, jx, jt))
         jhvp = jax.jit(lambda p, v: jax.jvp(jgrad, (p,), (v,))[1])
         impls["jax"] = lambda: jax.block_until_ready(jhvp(jparams, jvs))
@@ -259,19 +258,19 @@ def _(env):
         return out
 
     ejac = ember.vmap(ember.jacrev(make_f(enp)), in_axes=(None, 0))
-    eparams, ex1, ex2 = [enp.asarray(p) for p in params], enp.asarray(x1), enp.asarray(x2)
+    eparams, ex1, ex2 = env.put("ember", (params, x1, x2))
     impls = {"numpy": lambda: numpy_ntk(params, x1, x2),
              "ember": lambda: contract(ejac(eparams, ex1), ejac(eparams, ex2))}  # fmt: skip
     jit_ntk = ember.jit(lambda p, a, b: contract(ejac(p, a), ejac(p, b)))
     impls["ember_jit"] = lambda: jit_ntk(eparams, ex1, ex2)
     if env.torch is not None:
         torch = env.torch
-        tparams, tx1, tx2 = tuple(torch.tensor(p) for p in params), torch.tensor(x1), torch.tensor(x2)
+        tparams, tx1, tx2 = env.put("torch", (tuple(params), x1, x2))
         tjac = torch.func.vmap(torch.func.jacrev(make_f(torch)), in_dims=(None, 0))
         impls["torch"] = lambda: contract(tjac(tparams, tx1), tjac(tparams, tx2))
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
-        jparams, jx1, jx2 = [jnp.asarray(p) for p in params], jnp.asarray(x1), jnp.asarray(x2)
+        jparams, jx1, jx2 = env.put("jax", (params, x1, x2))
         jjac = jax.vmap(jax.jacrev(make_f(jnp)), in_axes=(None, 0))
         jntk = jax.jit(lambda p, a, b: contract(jjac(p, a), jjac(p, b)))
         impls["jax"] = lambda: jntk(jparams, jx1, jx2).block_until_ready()

@@ -1,6 +1,13 @@
 """jit's own targets (DESIGN.md): a 20-op elementwise function on f32[1000], and a training step of
 an MLP 784-512-512-10 with Adam written inline (batch 128), timed per call and on its first call
-(trace + optimize + compile + run, with a fresh jit each time)."""
+(trace + optimize + compile + run, with a fresh jit each time).
+
+For the GPU (``--suite gpu``), the same chain on f32[1M] (``jit_elementwise_20_1m``): a fused kernel reads
+the input once and writes the output once, 8 MB, so the runner reports 8 MB / time as GB/s next to the copy
+bandwidth measured in the same run by ``copy_1m`` (a copy of the same 4 MB within the device by each
+library: ember ``enp.copy``, torch ``clone``, JAX ``jnp.copy``; NumPy's ``copy`` on the host). At 4 MB a
+GPU copy is short enough that launching it counts: the ratio to the copy is the figure to read (a chain
+fused into one kernel costs about one copy)."""
 
 from __future__ import annotations
 
@@ -20,22 +27,56 @@ def elementwise_20(x, xp):
     return x
 
 
-@workload("jit_elementwise_20", family="jit", target=1.2, description="20 elementwise ops, f32[1000]")
-def _(env):
+def _elementwise_setup(env, n):
     import ember
 
-    x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
-    ex = env.enp.asarray(x)
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    ex = env.put("ember", x)
     jitted = ember.jit(lambda x: elementwise_20(x, env.enp))
     impls = {"numpy": lambda: elementwise_20(x, np), "ember": lambda: elementwise_20(ex, env.enp),
              "ember_jit": lambda: jitted(ex)}  # fmt: skip
     if env.torch is not None:
-        tx = env.torch.tensor(x)
+        tx = env.put("torch", x)
         impls["torch"] = lambda: elementwise_20(tx, env.torch)
     if env.jnp is not None:
         jfn = env.jax.jit(lambda x: elementwise_20(x, env.jnp))
-        jx = env.jnp.asarray(x)
+        jx = env.put("jax", x)
         impls["jax"] = lambda: jfn(jx).block_until_ready()
+    return impls
+
+
+@workload("jit_elementwise_20", family="jit", target=1.2, description="20 elementwise ops, f32[1000]")
+def _(env):
+    return _elementwise_setup(env, 1000)
+
+
+def _million(env) -> int:
+    return 1000 if env.smoke else 1 << 20
+
+
+def _read_write_bytes(env) -> int:
+    return 2 * 4 * _million(env)  # float32 in, float32 out
+
+
+# tolerance: 2**20 values through 10 tanh/sin each, where a GPU's tanhf/sinf may be 1-2 ulp from NumPy's
+@workload("jit_elementwise_20_1m", family="jit", rtol=1e-5, atol=1e-5, tags=("gpu",),
+          bytes_moved=_read_write_bytes, description="20 elementwise ops, f32[1M]")  # fmt: skip
+def _(env):
+    return _elementwise_setup(env, _million(env))
+
+
+@workload("copy_1m", family="bandwidth", tags=("gpu",), bytes_moved=_read_write_bytes,
+          description="copy f32[1M] (copy bandwidth)")  # fmt: skip
+def _(env):
+    x = np.random.default_rng(0).standard_normal(_million(env)).astype(np.float32)
+    ex = env.put("ember", x)
+    impls = {"numpy": lambda: x.copy(), "ember": lambda: env.enp.copy(ex)}
+    if env.torch is not None:
+        tx = env.put("torch", x)
+        impls["torch"] = lambda: tx.clone()
+    if env.jnp is not None:
+        jx = env.put("jax", x)
+        impls["jax"] = lambda: env.jnp.copy(jx).block_until_ready()
     return impls
 
 
@@ -45,15 +86,17 @@ def _(env):
 # for gradients near zero (dead relu units) turns float32 rounding of g into O(lr) differences between
 # implementations; a larger eps keeps the output check meaningful without changing the work.
 SIZES, BATCH, LR, B1, B2, EPS = (784, 512, 512, 10), 128, 1e-3, 0.9, 0.999, 1e-5
+SMOKE_SIZES, SMOKE_BATCH = (78, 51, 51, 10), 16  # env.smoke
 
 
-def _mlp_inputs():
+def _mlp_inputs(smoke=False):
+    sizes, batch = (SMOKE_SIZES, SMOKE_BATCH) if smoke else (SIZES, BATCH)
     rng = np.random.default_rng(0)
     params = []
-    for a, b in itertools.pairwise(SIZES):
+    for a, b in itertools.pairwise(sizes):
         params += [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), np.zeros(b, np.float32)]
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    y = np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, SIZES[-1], BATCH)]
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], batch)]
     return params, x, y
 
 
@@ -66,7 +109,7 @@ def numpy_adam_step(params, m, v, t, x, y):
         hs.append(np.maximum(pre[-1], 0.0))
     logits = hs[-1] @ ws[-1] + bs[-1]
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    delta = (e / e.sum(axis=1, keepdims=True) - y) / BATCH
+    delta = (e / e.sum(axis=1, keepdims=True) - y) / x.shape[0]
     grads = [None] * len(params)
     for k in range(len(ws) - 1, -1, -1):
         grads[2 * k], grads[2 * k + 1] = hs[k].T @ delta, delta.sum(axis=0)
@@ -104,11 +147,11 @@ def _adam_setup(env, first_call: bool):
     import ember
     from ember.scipy.special import logsumexp
 
-    params, x, y = _mlp_inputs()
+    params, x, y = _mlp_inputs(env.smoke)
     zeros = [np.zeros_like(p) for p in params]
     enp = env.enp
-    ep, ez, ex, ey = [enp.asarray(p) for p in params], [enp.asarray(z) for z in zeros], enp.asarray(x), enp.asarray(y)
-    et = enp.asarray(0.0)
+    ep, ez, ex, ey = env.put("ember", (params, zeros, x, y))
+    et = enp.asarray(0.0)  # uncommitted: it follows the others to their device
     step = make_step(enp, logsumexp, ember.grad)
     jitted = ember.jit(step)
     if first_call:
@@ -120,8 +163,8 @@ def _adam_setup(env, first_call: bool):
                  "ember_jit": lambda: jitted(ep, ez, ez, et, ex, ey)[0]}  # fmt: skip
     if env.torch is not None and not first_call:
         torch = env.torch
-        tp = [torch.tensor(p, requires_grad=True) for p in params]
-        tx, ty = torch.tensor(x), torch.tensor(y)
+        tp = [p.requires_grad_() for p in env.put("torch", params)]
+        tx, ty = env.put("torch", (x, y))
 
         def torch_step():
             h = tx
@@ -139,7 +182,7 @@ def _adam_setup(env, first_call: bool):
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
         jstep = make_step(jnp, jax.nn.logsumexp, jax.grad)
-        jp, jz, jx, jy = [jnp.asarray(p) for p in params], [jnp.asarray(z) for z in zeros], jnp.asarray(x), jnp.asarray(y)
+        jp, jz, jx, jy = env.put("jax", (params, zeros, x, y))
         if first_call:  # a new function object each time: jax.jit traces and compiles again
             impls["jax"] = lambda: jax.block_until_ready(jax.jit(lambda *a: jstep(*a))(jp, jz, jz, 0.0, jx, jy)[0])
         else:
@@ -148,13 +191,13 @@ def _adam_setup(env, first_call: bool):
     return impls
 
 
-@workload("mlp_adam_step", family="jit", target=0.73, rtol=1e-4, atol=1e-5,
+@workload("mlp_adam_step", family="jit", target=0.73, rtol=1e-4, atol=1e-5, tags=("gpu",), jax_target=1.5,
           description="MLP 784-512-512-10 Adam b128")  # fmt: skip
 def _(env):
     return _adam_setup(env, first_call=False)
 
 
-@workload("mlp_adam_first_call", family="jit", rtol=1e-4, atol=1e-5,
+@workload("mlp_adam_first_call", family="jit", rtol=1e-4, atol=1e-5, tags=("gpu",),
           description="same, first call (trace+compile)")  # fmt: skip
 def _(env):
     return _adam_setup(env, first_call=True)

@@ -71,7 +71,7 @@ def _register(name: str, gradient: bool) -> None:
         a, spd, b, w = _inputs()
         x = spd if name == "cholesky" else a
         with ember.config.x64(True):
-            ea, eb, ew = enp.asarray(x), enp.asarray(b), enp.asarray(w)
+            ea, eb, ew = env.put("ember", (x, b, w))
 
         def loss(m):
             return enp.sum(ew * forward(enp, m, eb))
@@ -91,7 +91,7 @@ def _register(name: str, gradient: bool) -> None:
                  "ember": run_ember, "ember_jit": run_ember_jit}  # fmt: skip
         if env.torch is not None:
             torch = env.torch
-            ta, tb, tw = torch.tensor(x), torch.tensor(b), torch.tensor(w)
+            ta, tb, tw = env.put("torch", (x, b, w))
 
             def run_torch():
                 if not gradient:
@@ -112,7 +112,7 @@ def _register(name: str, gradient: bool) -> None:
                 return old_name()
 
             with enable_x64():
-                ja, jb, jw = jnp.asarray(x), jnp.asarray(b), jnp.asarray(w)
+                ja, jb, jw = env.put("jax", (x, b, w))
                 jgrad = jax.jit(jax.grad(lambda m: jnp.sum(jw * forward(jnp, m, jb))))
                 jforward = jax.jit(lambda m: forward(jnp, m, jb))
 

@@ -60,7 +60,7 @@ def _register(gradient: bool) -> None:
         enp = env.enp
         a, c, wt = _inputs()
         with ember.config.x64(True):
-            ea, ec, ew = enp.asarray(a), enp.asarray(c), enp.asarray(wt)
+            ea, ec, ew = env.put("ember", (a, c, wt))
 
         def loss(m):
             w, v = enp.linalg.eigh(m)
@@ -79,7 +79,7 @@ def _register(gradient: bool) -> None:
                  "ember": run_ember}  # fmt: skip
         if env.torch is not None:
             torch = env.torch
-            ta, tc, tw = torch.tensor(a), torch.tensor(c), torch.tensor(wt)
+            ta, tc, tw = env.put("torch", (a, c, wt))
 
             def run_torch():
                 if not gradient:
@@ -107,7 +107,7 @@ def _register(gradient: bool) -> None:
                 return w, v * v[..., :1, :]
 
             with enable_x64():
-                ja, jc, jw = jnp.asarray(a), jnp.asarray(c), jnp.asarray(wt)
+                ja, jc, jw = env.put("jax", (a, c, wt))
                 jitted = jax.jit(jax.grad(jloss) if gradient else jforward)
 
             def run_jax():

@@ -120,9 +120,8 @@ def numpy_cnn_grads(params, x, labels, per_example=False):
 # --------------------------------------------------------------------------- the peers
 
 
-def _ember_model(params):
+def _ember_model(env, params):
     import ember
-    import ember.numpy as enp
     from ember import nn
     from ember.nn._tree import replace_named
 
@@ -131,10 +130,11 @@ def _ember_model(params):
                           nn.Conv2d(C1, C2, K, key=keys[1]), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                           nn.Linear(FLAT, HIDDEN, key=keys[2]), nn.ReLU(), nn.Linear(HIDDEN, N_CLASSES, key=keys[3]))  # fmt: skip
     names = [name for name, _ in model.named_parameters()]
-    return replace_named(model, {n: enp.asarray(p) for n, p in zip(names, params)}, "benchmark")
+    return replace_named(model, dict(zip(names, env.put("ember", params))), "benchmark")
 
 
-def _torch_model(torch, params):
+def _torch_model(env, params):
+    torch = env.torch
     tnn = torch.nn
     model = tnn.Sequential(tnn.Conv2d(1, C1, K), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Conv2d(C1, C2, K), tnn.ReLU(),
                            tnn.MaxPool2d(2), tnn.Flatten(), tnn.Linear(FLAT, HIDDEN), tnn.ReLU(),
@@ -142,7 +142,7 @@ def _torch_model(torch, params):
     with torch.no_grad():
         for p, value in zip(model.parameters(), params):
             p.copy_(torch.tensor(value))
-    return model
+    return model if env.torch_device is None else model.to(env.torch_device)
 
 
 def _jax_loss(jax, jnp):
@@ -170,20 +170,20 @@ def _(env):
 
     rng = np.random.default_rng(0)
     params, (x, labels) = _params(rng), _data(rng)
-    model = _ember_model(params)
+    model = _ember_model(env, params)
 
     def loss(model, x, labels):
         return nn.functional.cross_entropy(model(x), labels)
 
     grad = ember.grad(loss)
     jitted = ember.jit(grad)
-    ex, ey = env.enp.asarray(x), env.enp.asarray(labels.astype(np.int32))
+    ex, ey = env.put("ember", (x, labels.astype(np.int32)))
     impls = {"numpy": lambda: numpy_cnn_grads(params, x, labels),
              "ember": lambda: ember.tree.leaves(grad(model, ex, ey)),
              "ember_jit": lambda: ember.tree.leaves(jitted(model, ex, ey))}  # fmt: skip
     if env.torch is not None:
         torch = env.torch
-        tmodel, tx, ty = _torch_model(torch, params), torch.tensor(x), torch.tensor(labels)
+        tmodel, (tx, ty) = _torch_model(env, params), env.put("torch", (x, labels))
 
         def torch_grads():
             for p in tmodel.parameters():
@@ -195,7 +195,7 @@ def _(env):
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
         jgrad = jax.jit(jax.grad(_jax_loss(jax, jnp)))
-        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(labels)
+        jparams, jx, jy = env.put("jax", (params, x, labels))
         impls["jax"] = lambda: jax.block_until_ready(jgrad(jparams, jx, jy))
     return impls
 
@@ -208,33 +208,33 @@ def _(env):
 
     rng = np.random.default_rng(1)
     params, (x, labels) = _params(rng), _data(rng)
-    model = _ember_model(params)
+    model = _ember_model(env, params)
 
     def loss(model, x, label):  # one example: x (1, 28, 28), label ()
         return nn.functional.cross_entropy(model(x[None]), label[None])
 
     per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
     jitted = ember.jit(per_sample)
-    ex, ey = env.enp.asarray(x), env.enp.asarray(labels.astype(np.int32))
+    ex, ey = env.put("ember", (x, labels.astype(np.int32)))
     impls = {"numpy": lambda: numpy_cnn_grads(params, x, labels, per_example=True),
              "ember": lambda: ember.tree.leaves(per_sample(model, ex, ey)),
              "ember_jit": lambda: ember.tree.leaves(jitted(model, ex, ey))}  # fmt: skip
     if env.torch is not None:
         torch = env.torch
-        tmodel = _torch_model(torch, params)
+        tmodel = _torch_model(env, params)
         tparams = {k: v.detach() for k, v in tmodel.named_parameters()}
 
         def tloss(p, x, label):
             return torch.nn.functional.cross_entropy(torch.func.functional_call(tmodel, p, (x[None],)), label[None])
 
         tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
-        tx, ty = torch.tensor(x), torch.tensor(labels)
+        tx, ty = env.put("torch", (x, labels))
         impls["torch"] = lambda: list(tper_sample(tparams, tx, ty).values())
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
         jloss = _jax_loss(jax, jnp)
         jper = jax.jit(jax.vmap(jax.grad(lambda p, x, y: jloss(p, x[None], y[None])), in_axes=(None, 0, 0)))
-        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(labels)
+        jparams, jx, jy = env.put("jax", (params, x, labels))
         impls["jax"] = lambda: jax.block_until_ready(jper(jparams, jx, jy))
     return impls
 
@@ -262,7 +262,7 @@ def _resnet18_sized(torch):
     return tnn.Sequential(*layers)
 
 
-@workload("from_torch_resnet18", family="nn", target=None, tags=("needs_torch",),
+@workload("from_torch_resnet18", family="nn", target=None, tags=("needs_torch", "host"),
           description="nn.from_torch ResNet-18 size")  # fmt: skip
 def _(env):
     """NumPy's side is the floor of any conversion: copying every tensor of the state dict out of torch."""

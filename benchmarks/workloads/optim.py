@@ -57,8 +57,7 @@ def _workload(name, decoupled):
         rng = np.random.default_rng(0)
         params, grads = _tree(rng)
         opt = optim.adamw(learning_rate=LR, weight_decay=WD) if decoupled else optim.adam(learning_rate=LR)
-        eparams = {k: env.enp.asarray(v) for k, v in params.items()}
-        egrads = {k: env.enp.asarray(v) for k, v in grads.items()}
+        eparams, egrads = env.put("ember", (params, grads))
         state0 = opt.init(eparams)
 
         def step(params, grads, state):
@@ -73,9 +72,9 @@ def _workload(name, decoupled):
                  "ember_jit": lambda: values(jitted(eparams, egrads, state0)[0])}  # fmt: skip
         if env.torch is not None:
             torch = env.torch
-            tparams = [torch.tensor(v, requires_grad=True) for v in params.values()]
-            for p, g in zip(tparams, grads.values()):
-                p.grad = torch.tensor(g)
+            tparams = [p.requires_grad_() for p in env.put("torch", list(params.values()))]
+            for p, g in zip(tparams, env.put("torch", list(grads.values()))):
+                p.grad = g
             cls = torch.optim.AdamW if decoupled else torch.optim.Adam
             kwargs = {"weight_decay": WD} if decoupled else {}
 
@@ -96,10 +95,9 @@ def _workload(name, decoupled):
             except ImportError:
                 optax = None
             if optax is not None:
-                jax, jnp = env.jax, env.jnp
+                jax = env.jax
                 jopt = optax.adamw(LR, weight_decay=WD) if decoupled else optax.adam(LR)
-                jparams = {k: jnp.asarray(v) for k, v in params.items()}
-                jgrads = {k: jnp.asarray(v) for k, v in grads.items()}
+                jparams, jgrads = env.put("jax", (params, grads))
                 jstate = jopt.init(jparams)
 
                 @jax.jit
@@ -125,7 +123,7 @@ def _(env):
     from ember import nn, optim
     from ember.nn._tree import replace_named
 
-    params, x, y = hand._mlp_inputs()
+    params, x, y = hand._mlp_inputs(env.smoke)
     zeros = [np.zeros_like(p) for p in params]
     keys = ember.random.split(ember.random.key(0), 3)
     sizes = [p.shape for p in params[0::2]]
@@ -134,11 +132,11 @@ def _(env):
         layers += [nn.Linear(n_in, n_out, key=k), nn.ReLU()]
     model = nn.Sequential(*layers[:-1])
     names = [name for name, _ in model.named_parameters()]
-    model = replace_named(model, {n: env.enp.asarray(np.ascontiguousarray(p.T)) for n, p in zip(names, params)},
+    model = replace_named(model, dict(zip(names, env.put("ember", [np.ascontiguousarray(p.T) for p in params]))),
                           "benchmark")  # fmt: skip
     opt = optim.adam(learning_rate=hand.LR, betas=(hand.B1, hand.B2), eps=hand.EPS)
     state = opt.init(model)
-    ex, ey = env.enp.asarray(x), env.enp.asarray(y)
+    ex, ey = env.put("ember", (x, y))
 
     def step(model, state, x, y):
         grads = ember.grad(lambda m: nn.functional.cross_entropy(m(x), y))(model)

@@ -7,6 +7,10 @@
 * ``per_sample_grads_cnn``: the same for a CNN on 8x8x1 images (conv 3x3 1->8,
   relu, conv 3x3 8->16, relu, flatten, dense 256->10; NCHW / OIHW, 'VALID'),
   batch 64, with ``ember.lax.conv_general_dilated``.
+* ``per_sample_grads_mlp_large``: the same as the first for an MLP
+  784-1024-1024-10 at batch 1024 (1.86M parameters: the output is 7.6 GB of
+  float32), a GPU row (``--suite gpu``), tagged ``large`` so that a default CPU
+  run leaves it out; ``env.smoke`` shrinks it.
 * ``ensemble_8_mlps``: the forward pass of 8 MLPs 64-128-128-10 with stacked
   parameters on one batch of 128: ``vmap(predict, in_axes=(0, None))``.
 
@@ -31,6 +35,8 @@ from benchmarks.registry import workload
 
 MLP_SIZES = (64, 128, 128, 10)
 MLP_BATCH = 128
+LARGE_SIZES, LARGE_BATCH = (784, 1024, 1024, 10), 1024
+SMOKE_LARGE_SIZES, SMOKE_LARGE_BATCH = (78, 102, 102, 10), 16  # env.smoke: the same shape of network, small
 CNN_BATCH, CNN_HW, CNN_C1, CNN_C2, CNN_K, N_CLASSES = 64, 8, 8, 16, 3, 10
 ENSEMBLE = 8
 
@@ -76,7 +82,7 @@ def _per_sample_impls(env, numpy_grads, make_loss, params, x, y):
                           lambda a, k, c: lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]))  # fmt: skip
     per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
     jitted = ember.jit(per_sample)
-    eparams, ex, ey = [enp.asarray(p) for p in params], enp.asarray(x), enp.asarray(y)
+    eparams, ex, ey = env.put("ember", (params, x, y))
     impls = {"numpy": lambda: numpy_grads(params, x, y),
              "ember": lambda: per_sample(eparams, ex, ey),
              "ember_jit": lambda: jitted(eparams, ex, ey)}  # fmt: skip
@@ -84,14 +90,14 @@ def _per_sample_impls(env, numpy_grads, make_loss, params, x, y):
         torch = env.torch
         tloss = make_loss(_Lib(torch, lambda z: torch.logsumexp(z, -1), torch.relu, torch.nn.functional.conv2d))
         tper_sample = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
-        tparams, tx, ty = tuple(torch.tensor(p) for p in params), torch.tensor(x), torch.tensor(y)
+        tparams, tx, ty = env.put("torch", (tuple(params), x, y))
         impls["torch"] = lambda: tper_sample(tparams, tx, ty)
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
         jloss = make_loss(_Lib(jnp, jax.nn.logsumexp, jax.nn.relu,
                                lambda a, k, c: jax.lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]))  # fmt: skip
         jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
-        jparams, jx, jy = [jnp.asarray(p) for p in params], jnp.asarray(x), jnp.asarray(y)
+        jparams, jx, jy = env.put("jax", (params, x, y))
         impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
     return impls
 
@@ -112,25 +118,37 @@ def numpy_mlp_per_sample_grads(params, x, y):
     return grads[::-1]
 
 
-@workload("per_sample_grads_mlp", family="per_sample", target=1.0, rtol=1e-4, atol=1e-5,
-          description="vmap(grad) MLP 64-128-128-10 b128")  # fmt: skip
-def _(env):
+def _mlp_loss(lib):
+    def loss(params, x, y):  # one example: x (n_in,), y one-hot (10,)
+        h = x
+        for i in range(0, len(params) - 2, 2):
+            h = lib.xp.tanh(h @ params[i] + params[i + 1])
+        logits = h @ params[-2] + params[-1]
+        return lib.logsumexp(logits) - lib.xp.sum(y * logits)
+
+    return loss
+
+
+def _mlp_setup(env, sizes, batch):
     rng = np.random.default_rng(0)
-    params = _mlp_params(rng)
-    x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
-    y = _one_hot(rng, MLP_BATCH)
+    params = _mlp_params(rng, sizes)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = _one_hot(rng, batch)
+    return _per_sample_impls(env, numpy_mlp_per_sample_grads, _mlp_loss, params, x, y)
 
-    def make_loss(lib):
-        def loss(params, x, y):  # one example: x (64,), y one-hot (10,)
-            h = x
-            for i in range(0, len(params) - 2, 2):
-                h = lib.xp.tanh(h @ params[i] + params[i + 1])
-            logits = h @ params[-2] + params[-1]
-            return lib.logsumexp(logits) - lib.xp.sum(y * logits)
 
-        return loss
+@workload("per_sample_grads_mlp", family="per_sample", target=1.0, rtol=1e-4, atol=1e-5, tags=("gpu",),
+          jax_target=1.5, description="vmap(grad) MLP 64-128-128-10 b128")  # fmt: skip
+def _(env):
+    return _mlp_setup(env, MLP_SIZES, MLP_BATCH)
 
-    return _per_sample_impls(env, numpy_mlp_per_sample_grads, make_loss, params, x, y)
+
+@workload("per_sample_grads_mlp_large", family="per_sample", target=1.0, rtol=1e-4, atol=1e-5,
+          tags=("gpu", "large"), jax_target=1.5, description="vmap(grad) MLP 784-1024-1024-10 b1024")  # fmt: skip
+def _(env):
+    if env.smoke:
+        return _mlp_setup(env, SMOKE_LARGE_SIZES, SMOKE_LARGE_BATCH)
+    return _mlp_setup(env, LARGE_SIZES, LARGE_BATCH)
 
 
 # --------------------------------------------------------------------------- per-example grads, CNN
@@ -172,8 +190,8 @@ def numpy_cnn_per_sample_grads(params, x, y):
     return [gk1, gc1, gk2, gc2, gw, gb]
 
 
-@workload("per_sample_grads_cnn", family="per_sample", target=0.6, rtol=1e-4, atol=1e-5,
-          description="vmap(grad) CNN 2conv+dense b64")  # fmt: skip
+@workload("per_sample_grads_cnn", family="per_sample", target=0.6, rtol=1e-4, atol=1e-5, tags=("gpu",),
+          jax_target=1.5, description="vmap(grad) CNN 2conv+dense b64")  # fmt: skip
 def _(env):
     rng = np.random.default_rng(1)
     k, hw = CNN_K, CNN_HW
@@ -233,18 +251,18 @@ def _(env):
         return predict
 
     ensemble = ember.vmap(make_predict(enp), in_axes=(0, None))
-    eparams, ex = [enp.asarray(p) for p in params], enp.asarray(x)
+    eparams, ex = env.put("ember", (params, x))
     impls = {"numpy": lambda: numpy_ensemble(params, x), "ember": lambda: ensemble(eparams, ex)}
     jit_ensemble = ember.jit(ensemble)
     impls["ember_jit"] = lambda: jit_ensemble(eparams, ex)
     if env.torch is not None:
         torch = env.torch
-        tparams, tx = tuple(torch.tensor(p) for p in params), torch.tensor(x)
+        tparams, tx = env.put("torch", (tuple(params), x))
         tensemble = torch.func.vmap(make_predict(torch), in_dims=(0, None))
         impls["torch"] = lambda: tensemble(tparams, tx)
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
-        jparams, jx = [jnp.asarray(p) for p in params], jnp.asarray(x)
+        jparams, jx = env.put("jax", (params, x))
         jensemble = jax.jit(jax.vmap(make_predict(jnp), in_axes=(0, None)))
         impls["jax"] = lambda: jensemble(jparams, jx).block_until_ready()
     return impls

@@ -41,7 +41,7 @@ def _(env):
 
     enp = env.enp
     ws, x = _inputs()
-    ews, ex = [enp.asarray(w) for w in ws], enp.asarray(x)
+    ews, ex = env.put("ember", (ws, x))
 
     def loss(ws, h):
         for w in ws:
@@ -54,8 +54,8 @@ def _(env):
     impls["ember_jit"] = lambda: jit_grad(ews, ex)
     if env.torch is not None:
         torch = env.torch
-        tws = [torch.tensor(w, requires_grad=True) for w in ws]
-        tx = torch.tensor(x)
+        tws = [w.requires_grad_() for w in env.put("torch", ws)]
+        tx = env.put("torch", x)
 
         def torch_grads():
             h = tx
@@ -66,7 +66,7 @@ def _(env):
         impls["torch"] = torch_grads
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
-        jws, jx = [jnp.asarray(w) for w in ws], jnp.asarray(x)
+        jws, jx = env.put("jax", (ws, x))
 
         def jloss(ws, h):
             for w in ws:
