@@ -103,11 +103,14 @@ class CheckpointError(EmberError, ValueError):
 
 
 class DeviceError(EmberError, ValueError):
-    """An array is on the wrong device for what was asked: operands of one operation on two devices, a
-    device that is not present (or no longer is), or a platform whose backend is missing (a ``ValueError``,
-    as JAX's for incompatible devices). Nothing is copied between devices behind the user's back:
-    ``ember.device_put(x, device)`` moves an array."""
+    """An array is on the wrong device for what was asked: operands of one operation committed to two
+    devices, a device that is not present (or no longer is), a platform whose backend is missing (CuPy not
+    installed: the message gives the install command; no GPU found), or GPU memory handed to a function that
+    runs on the host (a ``ValueError``, as JAX's for incompatible devices). Nothing is copied between
+    committed devices behind the user's back: ``ember.device_put(x, device)`` moves an array."""
 
 
 class DeviceMemoryError(EmberError, MemoryError):
-    """A device ran out of memory for an allocation; the message names its shape and dtype (a ``MemoryError``)."""
+    """A GPU ran out of memory: the message names the operation, its operands' shapes and dtypes and the
+    bytes asked for, and how to need less (``chunk_size=`` on vmap / jacrev / jacfwd, a smaller batch,
+    deleting arrays no longer used). A ``MemoryError``."""
