@@ -574,12 +574,12 @@ def two_fake_gpus(monkeypatch):
     monkeypatch.setattr(devices, "_PLACES", {})
     primitive._EAGER.clear()
     with ember.disable_jit():
-        yield entered, current
+        yield entered, current, backend
     primitive._EAGER.clear()
 
 
 def test_two_fake_gpus_place_transfer_and_run_where_the_arrays_are(two_fake_gpus):
-    entered, current = two_fake_gpus
+    entered, current, backend = two_fake_gpus
     gpus = ember.devices("cuda")
     assert [str(d) for d in gpus] == ["cuda:0", "cuda:1"]
     x = ember.device_put(enp.arange(4.0), "cuda:1")
@@ -603,6 +603,24 @@ def test_two_fake_gpus_place_transfer_and_run_where_the_arrays_are(two_fake_gpus
     bits = ember.random.bits(ember.device_put(k, "cuda:1"), (3,))  # threefry, on the (gcc-compiled) CUDA source
     assert bits.device == gpus[1]
     np.testing.assert_array_equal(np.asarray(bits), np.asarray(ember.random.bits(k, (3,))))
+
+
+def test_arrays_move_between_fake_gpus_without_the_host(two_fake_gpus, monkeypatch):
+    _, _, backend = two_fake_gpus
+    gpus = ember.devices("cuda")
+    f = enp.asarray(_ForeignGpu([1.0, 2.0]))  # uncommitted on GPU 1
+    x = ember.device_put(enp.asarray([10.0, 20.0]), "cuda:0")
+
+    def no_host_copy(buffer):
+        raise AssertionError("a GPU-to-GPU move went through the host")
+
+    with monkeypatch.context() as m:
+        m.setattr(backend, "to_host", no_host_copy)
+        y = f + x  # f follows the committed x to GPU 0
+        assert y.device == gpus[0] and y._value.gpu == 0
+        z = ember.device_put(f, "cuda:0")
+        assert z._value.gpu == 0
+    assert np.asarray(y).tolist() == [11.0, 22.0]
 
 
 def _all_entries():

@@ -165,6 +165,8 @@ def _mover(source: Any, target: Any) -> Callable[[Any], Any]:
     """How an uncommitted operand's buffer joins an operation on another device (through the host)."""
     if _shares_memory(source, target):
         return lambda buffer: buffer
+    if source.backend is target.backend:  # two GPUs: a peer copy, not through the host
+        return lambda buffer: target.backend.from_gpu(buffer, target.device.id)
     return lambda buffer: target.backend.from_host(source.backend.to_host(buffer), target.device.id)
 
 

@@ -104,4 +104,6 @@ def on_place(x: Any, place: Place) -> Any:
     """The buffer of concrete Array `x` on `place`'s device (moved through the host if it is elsewhere)."""
     if _shares_memory(x._place, place):
         return x._value
+    if x._place.backend is place.backend:  # two GPUs: a peer copy, not through the host
+        return place.backend.from_gpu(x._value, place.device.id)
     return place.backend.from_host(x._place.backend.to_host(x._value), place.device.id)
