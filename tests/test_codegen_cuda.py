@@ -84,6 +84,11 @@ def two_chains(x, w):
     return enp.sum(enp.exp(-(h @ w)) * 0.5, axis=1)
 
 
+def reductions_then_chains(x):
+    """A chain after a reduction (a mean's division, a norm's sqrt) is the reduction kernel's last step."""
+    return enp.mean(x, axis=1), enp.sqrt(enp.sum(x * x, axis=0)) + 1.0, enp.max(x) * 2.0 - enp.min(x)
+
+
 def _floats(*shape, dtype=np.float32, nans=False):
     x = (RNG.standard_normal(shape) * 2).astype(dtype)
     if nans:
@@ -111,6 +116,7 @@ CASES = {
     "complex_chain": (complex_chain, lambda: ((_floats(20) + 1j * _floats(20)).astype(np.complex64),
                                               (_floats(20) + 1j * _floats(20)).astype(np.complex64)), 2, False),
     "two_chains": (two_chains, lambda: (_floats(16, 8), _floats(8, 5)), 2, False),
+    "reductions_then_chains": (reductions_then_chains, lambda: (_floats(12, 7),), 3, False),
 }  # fmt: skip
 
 
@@ -190,7 +196,7 @@ def _params(text):
     return [(n, np.dtype(d)) for d, n in (p.split() for p in text.split(", "))] if text else []
 
 
-def _host_kernel(workdir, kind, name, inputs, outputs, body, reduce_expr=None, identity=None, reduce_type=None):
+def _host_kernel(workdir, kind, name, inputs, outputs, body, reduce_expr=None, identity=None, reduce_type=None, post=False):
     """A CuPy-like kernel object running a generated body compiled by g++ (elementwise: k(*ins, *outs);
     reduction: k(*ins, axis=...))."""
     types = [d.name for _, d in (*inputs, *outputs)]
@@ -211,7 +217,7 @@ def _host_kernel(workdir, kind, name, inputs, outputs, body, reduce_expr=None, i
                  "for (long j = 0; j < m; ++j) {", f"  {acc} a = ({acc})({identity});",
                  "  for (long k = 0; k < r; ++k) { long i = j * r + k;",
                  f"    {acc} b = {name}_map({', '.join(ins)}); a = REDUCE(a, b); }}",
-                 f"  (({out_t}*)outs[0])[j] = ({out_t})a;", "}}"]  # fmt: skip
+                 f"  (({out_t}*)outs[0])[j] = ({out_t})({name + '_post(a)' if post else 'a'});", "}}"]  # fmt: skip
     source = "\n".join([c_source.HOST_HEADER, c_source.PRELUDE, body, *entry]) + "\n"
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     cpp, lib = workdir / f"k{digest}.cpp", workdir / f"k{digest}.so"
@@ -272,9 +278,9 @@ class _HostXp:
     def ReductionKernel(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name,  # noqa: N802
                         reduce_type, preamble):  # fmt: skip
         self.made += 1
-        assert map_expr.startswith(f"{name}_map(") and post_map_expr == "out0 = a"
+        assert map_expr.startswith(f"{name}_map(") and post_map_expr in ("out0 = a", f"out0 = {name}_post(a)")
         return _host_kernel(self.workdir, "reduction", name, _params(in_params), _params(out_params), self._body(preamble),
-                            reduce_expr, identity, reduce_type)  # fmt: skip
+                            reduce_expr, identity, reduce_type, post_map_expr != "out0 = a")  # fmt: skip
 
 
 def _same(got, want, exact):
@@ -476,8 +482,9 @@ def _cuda_wrapper(spec, space):
         lines += [f"  {n}[i] = _{n};" for n, _ in spec.outputs]
     else:
         acc = spec.reduce_type
+        result = f"{space}::{spec.cname}_post(a)" if "_post" in spec.post_map else "a"
         lines += [f"  {acc} a = ({acc})({spec.identity});", f"  {acc} b = {space}::{spec.cname}_map({', '.join(args)});",
-                  f"  a = {spec.reduce_expr};", "  out0[i] = a;"]  # fmt: skip
+                  f"  a = {spec.reduce_expr};", f"  out0[i] = {result};"]  # fmt: skip
     return "\n".join([*lines, "}"])
 
 

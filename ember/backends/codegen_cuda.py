@@ -54,10 +54,11 @@ class KernelSpec:
     `cname` its name in C (the kernel's, and its device function's prefix); `inputs`/`outputs` the (name,
     dtype) of its parameters; `body` the C of its device function `<cname>_body` (elementwise: inputs,
     then a reference per output) or `<cname>_map` (reduction: inputs -> the accumulator's value); for a
-    reduction `reduce_expr`, `identity`, `reduce_type` and `axes`."""
+    reduction `reduce_expr`, `identity`, `reduce_type`, `axes` and `post_map` (CuPy's post-map statement:
+    ``out0 = a``, or a call of the device function `<cname>_post` of a chain after the reduction)."""
 
-    __slots__ = ("axes", "body", "cname", "identity", "inputs", "kind", "name", "outputs", "reduce_expr", "reduce_type",
-                 "summary")  # fmt: skip
+    __slots__ = ("axes", "body", "cname", "identity", "inputs", "kind", "name", "outputs", "post_map", "reduce_expr",
+                 "reduce_type", "summary")  # fmt: skip
 
     def __init__(self, **fields: Any):
         for k in self.__slots__:
@@ -84,10 +85,28 @@ class KernelSpec:
         if self.kind == "elementwise":
             return (f"{self.name} = xp.ElementwiseKernel({self.in_params!r}, {self.out_params!r}, {self.operation!r}, "
                     f"{self.cname!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
-        post = "out0 = a"
+        post = self.post_map
         return (f"{self.name} = xp.ReductionKernel({self.in_params!r}, {self.out_params!r}, "
                 f"{self.cname + '_map(' + ', '.join(n for n, _ in self.inputs) + ')'!r}, {self.reduce_expr!r}, {post!r}, "
                 f"{self.identity!r}, {self.cname!r}, reduce_type={self.reduce_type!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
+
+
+def _statements(eqns: list[Any], env: dict[Any, str]) -> list[str]:
+    """The C of `eqns`, one `const` local each, reading the C names `env` gives (which it extends)."""
+    lines: list[str] = []
+    for eqn in eqns:
+        args = [env[v] if type(v).__name__ == "Var" else c_source.literal(v.value, v.aval.dtype) for v in eqn.inputs]
+        out = eqn.outvars[0]
+        if eqn.primitive.name == "broadcast_in_dim":  # NumPy-style: the same element
+            env[out] = args[0]
+            continue
+        expr = c_source.expression(eqn, args)
+        if expr == args[0] and type(eqn.inputs[0]).__name__ == "Var":
+            env[out] = expr  # an identity (copy, stop_gradient, a convert to the same dtype)
+            continue
+        env[out] = f"v{len(lines)}"
+        lines.append(f"  const {c_source.CTYPE[np.dtype(out.aval.dtype).name]} {env[out]} = {expr};  // {eqn.primitive.name}")
+    return lines
 
 
 def _kernel_spec(group: Group, name: str) -> KernelSpec:
@@ -99,19 +118,7 @@ def _kernel_spec(group: Group, name: str) -> KernelSpec:
     for k, v in enumerate(group.inputs):
         env[v] = f"in{k}"
         inputs.append((f"in{k}", v.aval.dtype))
-    lines = []
-    for j, eqn in enumerate(group.eqns):
-        args = [env[v] if type(v).__name__ == "Var" else c_source.literal(v.value, v.aval.dtype) for v in eqn.inputs]
-        out = eqn.outvars[0]
-        if eqn.primitive.name == "broadcast_in_dim":  # NumPy-style: the same element
-            env[out] = args[0]
-            continue
-        expr = c_source.expression(eqn, args)
-        if expr == args[0] and type(eqn.inputs[0]).__name__ == "Var":
-            env[out] = expr  # an identity (copy, stop_gradient, a convert to the same dtype)
-            continue
-        env[out] = f"v{j}"
-        lines.append(f"  const {c_source.CTYPE[np.dtype(out.aval.dtype).name]} v{j} = {expr};  // {eqn.primitive.name}")
+    lines = _statements(group.eqns, env)
     params = [f"const {c_source.CTYPE[np.dtype(d).name]} {n}" for n, d in inputs]
     summary = " ".join(e.primitive.name for e in group.eqns)
     if group.reduction is None:
@@ -127,10 +134,23 @@ def _kernel_spec(group: Group, name: str) -> KernelSpec:
     value = env[operand] if type(operand).__name__ == "Var" else c_source.literal(operand.value, operand.aval.dtype)
     head = f"__device__ __forceinline__ {acc} {cname}_map({', '.join(params)}) {{"
     lines.append(f"  return ({acc})({value});")
-    return KernelSpec(kind="reduction", name=name, cname=cname, inputs=inputs, outputs=[("out0", red.outvars[0].aval.dtype)],
-                      body="\n".join([head, *lines, "}"]) + "\n", reduce_expr=reduce_expr, identity=identity,
+    body = [head, *lines, "}"]
+    result = group.outvars[0]
+    if group.post:  # the chain on each reduced value, after rounding it to the reduction's dtype
+        reduced = red.outvars[0]
+        out_ctype = c_source.CTYPE[np.dtype(result.aval.dtype).name]
+        rounded = "ember_rh(a)" if np.dtype(reduced.aval.dtype).name == "float16" else "a"
+        post_env = {reduced: "r"}
+        post_lines = _statements(group.post, post_env)
+        body += [f"__device__ __forceinline__ {out_ctype} {cname}_post(const {acc} a) {{",
+                 f"  const {c_source.CTYPE[np.dtype(reduced.aval.dtype).name]} r = {rounded};", *post_lines,
+                 f"  return {post_env[result]};", "}"]  # fmt: skip
+    return KernelSpec(kind="reduction", name=name, cname=cname, inputs=inputs, outputs=[("out0", result.aval.dtype)],
+                      body="\n".join(body) + "\n", reduce_expr=reduce_expr, identity=identity,
+                      post_map=f"out0 = {cname}_post(a)" if group.post else "out0 = a",
                       reduce_type=acc.replace("ember_c64", "thrust::complex<float>").replace("ember_c128", "thrust::complex<double>"),
-                      axes=tuple(red.params["axes"]), summary=f"{summary} {red.primitive.name}")  # fmt: skip
+                      axes=tuple(red.params["axes"]),
+                      summary=" ".join([summary, red.primitive.name, *(e.primitive.name for e in group.post)]).strip())  # fmt: skip
 
 
 class Generated:

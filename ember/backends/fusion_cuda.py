@@ -40,15 +40,16 @@ def _broadcasts(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
 class Group:
     """Equations run as one generated kernel, in place of equation `at` of the program. `eqns` in
     program order; `inputs`: the variables it reads from outside; `outvars`: the values it hands out
-    (each of the group's `shape`); `reduction`: the final reduction equation, or None (then the kernel
-    is elementwise). A reduction group hands out exactly the reduction's result."""
+    (each of the group's `shape`); `reduction`: the reduction equation that ends `eqns`, or None (then
+    the kernel is elementwise), and `post` the chain applied to each reduced value (reading nothing
+    else). A reduction group hands out one value: the reduction's, or its chain's."""
 
-    __slots__ = ("at", "eqns", "inputs", "outvars", "reduction", "shape")
+    __slots__ = ("at", "eqns", "inputs", "outvars", "post", "reduction", "shape")
 
     def __init__(self, eqns: list[Any], inputs: list[Any], outvars: list[Any], shape: tuple[int, ...], at: int,
-                 reduction: Any = None):  # fmt: skip
+                 reduction: Any = None, post: list[Any] | None = None):  # fmt: skip
         self.eqns, self.inputs, self.outvars, self.shape, self.at = eqns, inputs, outvars, shape, at
-        self.reduction = reduction
+        self.reduction, self.post = reduction, post or []
 
     def __repr__(self) -> str:
         kind = f"ending in {self.reduction.primitive.name}" if self.reduction is not None else "elementwise"
@@ -149,17 +150,46 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
         if gid is not None and gid not in ends and handed_out(gid) == [v] and readers[v] == {i} and v not in returned:
             ends[gid] = i
 
+    # 3b. a chain that reads nothing but a reduction's result (a mean's division, a norm's sqrt) is the
+    # reduction kernel's last step, on each reduced value
+    posts: dict[int, int] = {}  # reduction index -> group id of its chain (taken out of `members`)
+    ended = {i: g for g, i in ends.items()}
+    for i, eqn in enumerate(eqns):
+        if i in group_of or not reduction_fusible(eqn) or eqn.outvars[0] in returned:
+            continue
+        r = eqn.outvars[0]
+        chain = {group_of.get(k) for k in readers.get(r, ())}
+        if len(chain) != 1 or None in chain:
+            continue
+        (gid,) = chain
+        inside = {eqns[k].outvars[0] for k in members[gid]}
+        reads = {v for k in members[gid] for v in eqns[k].inputs if type(v).__name__ == "Var" and v not in inside}
+        outs = handed_out(gid)
+        if gid in ends or reads != {r} or len(outs) != 1 or outs[0].aval.shape != r.aval.shape:
+            continue
+        if i not in ended and len(members[gid]) == 1 and eqns[members[gid][0]].primitive.name in _ALONE_NOT_WORTH:
+            continue
+        posts[i] = gid
+    post_members = {i: members.pop(g) for i, g in posts.items()}
+    post_at = {i: max(m) for i, m in post_members.items()}
+
     # 4. sibling groups of one shape merge (one launch, inputs read once): the earlier one runs at the
     # later one's place when nothing reads its values in between, or else the later one runs early, at
     # the earlier one's place, when all it reads from outside is computed by then
     place: dict[int, int] = {}  # group id -> where it runs, when not at its last member
 
+    post_of = {k: r for r, m in post_members.items() for k in m}
+
     def runs_at(gid: int) -> int:
-        return ends[gid] if gid in ends else place.get(gid, max(members[gid]))
+        if gid in ends:
+            return post_at.get(ends[gid], ends[gid])
+        return place.get(gid, max(members[gid]))
 
     def code_at(i: int) -> int:
         """Where the code of equation i runs (its group's place)."""
-        g = group_of.get(i)
+        if i in post_of or i in post_at:
+            return post_at[post_of.get(i, i)]
+        g = group_of.get(i, ended.get(i))
         return runs_at(g) if g in members else i
 
     order = sorted((g for g in members if g not in ends), key=runs_at)
@@ -186,10 +216,16 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
             break
 
     items: list[Any] = []
-    at = {ends[gid] if gid in ends else place.get(gid, max(m)): gid for gid, m in members.items()}
-    reductions = set(ends.values())
+    at = {runs_at(gid): gid for gid in members}
+    post_runs = {where: i for i, where in post_at.items()}  # a reduction with a chain after it runs there
+    reductions = set(ends.values()) | set(posts)
     for i, eqn in enumerate(eqns):
-        if i in at:
+        if i in post_runs:
+            r = post_runs[i]
+            pre = [eqns[k] for k in sorted(members[ended[r]])] if r in ended else []
+            post = [eqns[k] for k in post_members[r]]
+            items.append(_group(pre, [post[-1].outvars[0]], i, eqns[r], post))
+        if i in at and not (at[i] in ends and ends[at[i]] in posts):
             gid = at[i]
             group = [eqns[k] for k in sorted(members[gid])]
             if gid in ends:
@@ -198,19 +234,18 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
                 items.append(group[0])
             else:
                 items.append(_group(group, handed_out(gid), i))
-        elif i not in group_of and i not in reductions:
+        elif i not in group_of and i not in reductions and i not in post_runs:
             items.append(eqn)
     return items
 
 
-def _group(eqns: list[Any], outvars: list[Any], at: int, reduction: Any = None) -> Group:
+def _group(eqns: list[Any], outvars: list[Any], at: int, reduction: Any = None, post: list[Any] | None = None) -> Group:
     produced = {e.outvars[0] for e in eqns}
     inputs: list[Any] = []
     for eqn in (*eqns, *([reduction] if reduction is not None else [])):
         for v in eqn.inputs:
             if v not in produced and type(v).__name__ == "Var" and v not in inputs:
                 inputs.append(v)
-    shape = eqns[-1].outvars[0].aval.shape if reduction is None else reduction.inputs[0].aval.shape
-    if reduction is None:
-        shape = outvars[0].aval.shape if outvars else shape
-    return Group(eqns, inputs, outvars, shape, at, reduction)
+    if reduction is not None:
+        return Group(eqns, inputs, outvars, reduction.inputs[0].aval.shape, at, reduction, post or [])
+    return Group(eqns, inputs, outvars, outvars[0].aval.shape if outvars else eqns[-1].outvars[0].aval.shape, at)
