@@ -24,7 +24,7 @@ found these, each overridden here:
   (JAX, too, computes eig on the host). An explicit round trip, never a silently different answer.
 
 Kept as they are (xp-generic and correct on CuPy): convolution (im2col through a strided view, then one
-cuBLAS matmul; cuDNN is not used: CuPy's wheel does not bundle it), windowed reductions, sort/argsort/top_k
+cuBLAS matmul; CuPy 14 has no cuDNN module to call), windowed reductions, sort/argsort/top_k
 (CuPy's sort is stable, NaN last), gather, LU and triangular solve (blocked, matmul-based), special
 functions (ember's own float64 series, as on the CPU; no cupyx.scipy.special, whose edge cases differ),
 dynamic slices (their start indices are read on the host: one sync each, as JAX's eager dispatch).
