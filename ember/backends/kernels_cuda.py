@@ -26,9 +26,9 @@ found these, each overridden here:
 Kept as they are (xp-generic and correct on CuPy): convolution (im2col through a strided view, then one
 cuBLAS matmul; CuPy 14 has no cuDNN module to call), windowed reductions, sort/argsort/top_k
 (CuPy's sort is stable, NaN last), gather, LU and triangular solve (blocked, matmul-based), special
-functions (ember's own float64 series, as on the CPU; cupyx.scipy.special is not used until its edge cases are checked
-against ember's definitions on a GPU),
-dynamic slices (their start indices are read on the host: one sync each, as JAX's eager dispatch).
+functions (ember's own float64 series, as on the CPU; cupyx.scipy.special waits until its edge cases
+are checked against ember's on a GPU), dynamic slices (their start indices are read on the host: one
+sync each, as JAX's eager dispatch).
 The CPU jit's buffers.py (NumPy ``out=`` buffers) is CPU code generation, not a kernel.
 """
 
