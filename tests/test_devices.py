@@ -341,7 +341,7 @@ FUNCTIONS = {
     "debug.callback": lambda a, b: (ember.debug.callback(lambda u: None, a), a * 1)[1],
     "argwhere": lambda a, b: enp.argwhere(a > 0),
     "repeat": lambda a, b: enp.repeat(a, 2, axis=0),
-    "nan_ops": lambda a, b: (enp.nanmean(a), enp.nanmax(a, axis=0)),
+    "nan_ops": lambda a, b: (enp.nanmean(a), enp.nanmedian(a, axis=0), enp.nancumsum(a)),
     "percentile": lambda a, b: enp.percentile(a, 30.0, axis=0),
     "interp": lambda a, b: enp.interp(a[0], enp.sort(b[0]), b[1]),
     "searchsorted": lambda a, b: enp.searchsorted(enp.sort(a[0]), b[0]),
