@@ -231,6 +231,15 @@ def test_creation_on_an_absent_device_raises(name):
         CREATE[name]("cpu:5")
 
 
+def test_asarray_without_copy_between_cpu_devices_shares_the_buffer():
+    source = np.arange(3.0, dtype=np.float32)
+    x = enp.asarray(source, copy=False, device="cpu:2")
+    assert_on(x, 2)
+    source[0] = 7.0  # the CPU devices share host memory: no copy was needed
+    assert np.asarray(x).tolist() == [7.0, 1.0, 2.0]
+    assert_on(enp.asarray(x, copy=False, device="cpu:1"), 1)
+
+
 def test_creation_without_device_is_uncommitted_on_the_default():
     with ember.default_device("cpu:1"):
         for name in ("zeros", "arange", "asarray", "eye", "fftfreq"):

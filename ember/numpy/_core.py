@@ -12,7 +12,7 @@ import numpy as np
 from ember.core import dtypes
 from ember.core import devices as _devices
 from ember.core.array import Array, Place, from_host, wrap
-from ember.core.primitive import Tracer, trace_stack
+from ember.core.primitive import Tracer, _shares_memory, trace_stack
 from ember.core.transfer import _put
 from ember.core.primitives import elementwise as ew
 from ember.core.primitives._rules import normalize_axis
@@ -54,6 +54,9 @@ def asarray(a: ArrayLike, dtype=None, order: str | None = None, *, copy: bool | 
     place = None if device is None else check_device("asarray", device)
     if copy is False:
         out = _asarray_no_copy(a, dtype)
+        if place is not None and type(out) is Array and not _shares_memory(out._place, place):
+            raise InvalidArgumentError(f"asarray(copy=False, device={place.device}): the array is on {out.device}, "
+                                       "and moving it there needs a copy; pass copy=None or True")  # fmt: skip
         return out if place is None else on_device(out, place)
     x = _asarray(a, dtype, "asarray")
     if copy and x is a:
