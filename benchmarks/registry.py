@@ -150,8 +150,12 @@ class Env:
                     raise RuntimeError(f"torch {torch.__version__} sees {torch.cuda.device_count()} CUDA device(s),"
                                        f" so not cuda:{self.index}")
                 # float32 matmuls and convolutions in float32, as NumPy and ember compute them (not TF32)
-                torch.backends.cuda.matmul.allow_tf32 = False
-                torch.backends.cudnn.allow_tf32 = False
+                if hasattr(torch.backends.cudnn, "conv"):  # torch >= 2.9 (the old flags are deprecated)
+                    torch.backends.cuda.matmul.fp32_precision = "ieee"
+                    torch.backends.cudnn.fp32_precision = "ieee"  # its conv and rnn
+                else:
+                    torch.backends.cuda.matmul.allow_tf32 = False
+                    torch.backends.cudnn.allow_tf32 = False
             return torch
 
         return self._load("torch", load)

@@ -17,6 +17,7 @@ result, but is not timed unless ``--impls`` names it; ratios are then to JAX.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
@@ -120,17 +121,6 @@ def compare(expected: Any, got: Any, *, rtol: float, atol: float, check_dtype: b
     return None
 
 
-def outputs(impls: dict[str, Any]) -> dict[str, Any]:
-    """Each implementation's result as NumPy, or the exception it raised."""
-    out: dict[str, Any] = {}
-    for name, f in impls.items():
-        try:
-            out[name] = to_numpy(f())
-        except Exception as e:  # noqa: BLE001  (reported, not fatal)
-            out[name] = e
-    return out
-
-
 def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> dict[str, str]:
     """impl -> "ok" | "mismatch: why" | "error: what it raised": each result against NumPy's, and (with `env`)
     on the run's device. One result at a time besides NumPy's, so large ones are not all held at once."""
@@ -194,8 +184,12 @@ def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtrac
     # an implementation that raises is reported, not timed
     wanted = set(impls if timed is None else timed)
     timed_impls = {k: f for k, f in impls.items() if k in wanted and not row.check.get(k, "ok").startswith("error")}
-    timings, row.overhead_s = time_interleaved(timed_impls, rounds=rounds, target_s=target_s,
-                                               subtract_overhead=subtract_overhead, warmup=warmup)
+    try:
+        timings, row.overhead_s = time_interleaved(timed_impls, rounds=rounds, target_s=target_s,
+                                                   subtract_overhead=subtract_overhead, warmup=warmup)
+    except Exception as e:  # noqa: BLE001  (out of GPU memory while timing, say: the other rows still run)
+        row.error = f"timing failed: {type(e).__name__}: {e}".splitlines()[0][:200]
+        return row
     base = timings.get(reference)
     for name, t in timings.items():
         row.times[name] = {"median": t.median, "min": t.min, "n": t.n, "rounds": t.per_call}
@@ -223,6 +217,17 @@ def _release(env: Env) -> None:
         sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
     if env._mods.get("torch") is not None:
         env._mods["torch"].cuda.empty_cache()
+
+
+def _ember_default_device(env: Env) -> Any:
+    """On a device, ember's default device is that one for the run, as a user on a GPU would have it
+    (``EMBER_PLATFORM=cuda``): what a workload or ember itself creates uncommitted (a scalar, a PRNG key)
+    is made there, not on the host and moved on each call."""
+    if env.ember_device is None:
+        return contextlib.nullcontext()
+    import ember
+
+    return ember.default_device(env.ember_device)
 
 
 def default_reference(timed: Iterable[str]) -> str | None:
@@ -279,13 +284,14 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
     table = _Table(present, out, reference)
     table.header(meta)
     rows = []
-    for w in workloads:
-        row = run_workload(w, env, rounds=cfg["rounds"], target_s=cfg["target_s"],
-                           subtract_overhead=subtract_overhead, check=check, timed=present,
-                           reference=reference or BASELINE, warmup=cfg["warmup"])
-        _release(env)
-        rows.append(row)
-        table.row(row)
+    with _ember_default_device(env):
+        for w in workloads:
+            row = run_workload(w, env, rounds=cfg["rounds"], target_s=cfg["target_s"],
+                               subtract_overhead=subtract_overhead, check=check, timed=present,
+                               reference=reference or BASELINE, warmup=cfg["warmup"])
+            _release(env)
+            rows.append(row)
+            table.row(row)
     table.footer(rows)
     if markdown_path:
         with open(markdown_path, "w") as fh:
