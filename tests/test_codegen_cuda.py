@@ -306,6 +306,29 @@ def test_kernels_compiled_by_gcc_match_jit_on_cpu(name, tmp_path_factory):
         _same(g, np.asarray(w), exact)
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the kernels' C for the host")
+def test_results_go_into_donated_buffers_read_for_the_last_time(tmp_path):
+    def update(p, g, m):  # an optimizer step: new p and m in the buffers of the old ones
+        m = 0.9 * m + g
+        return p - 0.1 * m, m, enp.sum(g)
+
+    args = [_floats(6, 4), _floats(6, 4), _floats(6, 4)]
+    program = ember.jit(update).lower(*args).ir.program
+    compiled = compile_program(program, raw_kernel, "update", donated=(0, 2), xp=_HostXp(tmp_path))
+    mine = [a.copy() for a in args]
+    got = compiled(*mine)
+    want = ember.jit(update)(*args)
+    for g, w in zip(got, want):
+        _same(g, np.asarray(w), exact=False)
+    assert got[0] is mine[0] and got[1] is mine[2]  # donated p and m hold the new p and m
+    # not donated, or read by an unfused kernel (here the sum of g): new buffers
+    plain = compile_program(program, raw_kernel, "update", donated=(1,), xp=_HostXp(tmp_path))
+    assert not any(o is a for o in plain(*args) for a in args)
+    strided = [a.copy() for a in args]
+    strided[0] = np.asfortranarray(strided[0])
+    assert compiled(*strided)[0] is not strided[0]  # only a C-contiguous buffer is written in place
+
+
 # --- control flow: sub-programs compiled by the CUDA compiler ----------------------------------------------------
 
 

@@ -119,6 +119,8 @@ def _kernel_spec(group: Group, name: str) -> KernelSpec:
         env[v] = f"in{k}"
         inputs.append((f"in{k}", v.aval.dtype))
     lines = _statements(group.eqns, env)
+    if not inputs and group.reduction is not None:
+        inputs.append(("in0", np.dtype(bool)))  # unused: CuPy takes a reduction's shape from an operand
     params = [f"const {c_source.CTYPE[np.dtype(d).name]} {n}" for n, d in inputs]
     summary = " ".join(e.primitive.name for e in group.eqns)
     if group.reduction is None:
@@ -166,8 +168,11 @@ class Generated:
         self.launches = launches  # calls of kernels (generated or the backend's) per run
 
 
-def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name: str = "program") -> Generated:
-    """The generated module of `program` (nothing is compiled; CuPy is not needed).
+def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name: str = "program",
+             donated: Sequence[int] = ()) -> Generated:  # fmt: skip
+    """The generated module of `program` (nothing is compiled; CuPy is not needed). The results of
+    elementwise kernels go into the buffers of the inputs at `donated` (jit's donate_argnums) that they
+    read for the last time, when shape and dtype match.
 
     >>> program = ember.jit(lambda x: enp.sum(enp.tanh(x * 2.0) + 1.0)).lower(enp.ones(3)).ir.program
     >>> gen = generate(program, name="f")
@@ -212,22 +217,37 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
         ops[ident] = fn
         return f"ops.{ident}"
 
+    def donated_buffer(v: Any, group: Group, taken: set[Any]) -> Any:
+        """A donated input this group reads for the last time, of `v`'s shape and dtype: written in place
+        (each element is read before the same thread writes it), unless it is a strided or broadcast view."""
+        for u in group.inputs:
+            if u in free_donated and u not in taken and u.aval.shape == v.aval.shape == group.shape \
+                    and u.aval.dtype == v.aval.dtype and last_group.get(u) is group:  # fmt: skip
+                taken.add(u)
+                return u
+        return None
+
     def group_lines(group: Group) -> list[str]:
         spec = _kernel_spec(group, f"_k{len(kernels)}")
         kernels.append(spec)
         args = [name_of(v) for v in group.inputs]  # CuPy broadcasts each NumPy-style into the group's shape
         if spec.kind == "reduction":
             if tuple(np.broadcast_shapes(*(v.aval.shape for v in group.inputs), ())) != group.shape:
-                if not args:  # nothing to broadcast: a zero-size placeholder input gives the shape
-                    return [f"    # {spec.summary}: no operand; left to the backend"]
+                if not args:  # (a reduction of constants) the unused operand `in0` gives the shape
+                    args = [f"xp.zeros((), {literals.setdefault(repr(np.dtype(bool)), f'_l{len(literals)}')})"]
                 args[0] = f"xp.broadcast_to({args[0]}, {group.shape})"
             var_name[group.outvars[0]] = next(names)
             return [f"    {var_name[group.outvars[0]]} = {spec.name}({', '.join(args)}, axis={spec.axes})  # {spec.summary}"]
         lines = []
+        taken: set[Any] = set()
         for v in group.outvars:
             var_name[v] = next(names)
             dtype = literals.setdefault(repr(np.dtype(v.aval.dtype)), f"_l{len(literals)}")  # made once, not per call
-            lines.append(f"    {var_name[v]} = xp.empty({group.shape}, {dtype})")
+            new = f"xp.empty({group.shape}, {dtype})"
+            into = donated_buffer(v, group, taken)
+            if into is not None:
+                new = f"{var_name[into]} if {var_name[into]}.flags.c_contiguous else {new}"
+            lines.append(f"    {var_name[v]} = {new}")
         outs = [var_name[v] for v in group.outvars]
         lines.append(f"    {spec.name}({', '.join([*args, *outs])})  # {spec.summary}")
         return lines
@@ -236,7 +256,18 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
         var_name[v] = next(names)
     fn_name = name if name.isidentifier() and not keyword.iskeyword(name) else "program"
     lines = [f"def {fn_name}({', '.join(var_name[v] for v in (*program.constvars, *program.invars))}):"]
-    for item in plan_groups(program):
+    items = plan_groups(program)
+    # Donated inputs only generated kernels read (an unfused kernel's result may be a view of its
+    # operand) and the program does not return: written by the last group that reads them.
+    free_donated = {program.invars[k] for k in donated} - set(program.outvars)
+    last_group: dict[Any, Any] = {}
+    for item in items:
+        for v in item.inputs:
+            if type(item) is Group and item.reduction is None:
+                last_group[v] = item
+            else:
+                free_donated.discard(v)
+    for item in items:
         if type(item) is Group:
             if item.outvars:
                 lines += group_lines(item)
@@ -268,8 +299,9 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
     """Generate and compile the function that runs `program` on CuPy buffers (`xp` is the CuPy module):
     it takes the constants' buffers, then the inputs', and returns the list of output buffers.
     `kernel_for(primitive)` gives the function that runs an unfused primitive on raw buffers (with its
-    parameters as keywords). `donated` is accepted for the backends' common signature; the fused
-    kernels write into new buffers from CuPy's pool, which reuses freed memory at once.
+    parameters as keywords). Elementwise kernels write their results into the buffers of the inputs at
+    `donated` that they read for the last time (see `generate`); other results are new buffers from
+    CuPy's pool, which reuses freed memory at once.
 
     Run with `xp=numpy`, only the Python is checked (no kernel is made without CuPy):
 
@@ -283,8 +315,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         return [b]
     <BLANKLINE>
     """
-    del donated
-    gen = generate(program, kernel_for, name)
+    gen = generate(program, kernel_for, name, donated)
     filename = f"<ember-cuda-jit-{next(_counter)}-{gen.fn_name}>"
     consts = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in gen.consts.items()}
     namespace = {"ops": SimpleNamespace(**gen.ops), "np": np, "xp": xp, "_PRELUDE": c_source.CUDA_HEADER + c_source.PRELUDE,
