@@ -15,8 +15,9 @@ a ``cupy.ElementwiseKernel`` or ``cupy.ReductionKernel`` declared at the top of 
 
 The kernels' C (c_source.py) is part of `Compiled.source`, next to the Python. A kernel object is made
 once per compile; CuPy compiles it with NVRTC on its first call and keeps the binary in its on-disk
-cache (``~/.cupy/kernel_cache``, keyed by the source's hash), so a second process, or a second
-program with the same chain, pays no compile: only the module load. `first_call_times()` reports how
+cache (``~/.cupy/kernel_cache``, keyed by a hash of the source, options and GPU architecture), so a
+second process pays no compile, only the module load; and as a kernel's C name is a hash of its text
+(``ember_3f9c0a17d2``), the same chain in another program is the same source, compiled once. `first_call_times()` reports how
 long each compiled program's first call took (mostly NVRTC), for measuring that.
 
 Generating the text needs no CuPy (`generate`); only `compile_program` (given ``xp=cupy``) makes the
@@ -28,6 +29,7 @@ Nothing here imports the core or the transforms.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import keyword
 import linecache
@@ -91,6 +93,21 @@ class KernelSpec:
                 f"{self.identity!r}, {self.cname!r}, reduce_type={self.reduce_type!r}, preamble=_PRELUDE + {self.name}_c)")  # fmt: skip
 
 
+_PLACEHOLDER = "ember_KERNEL"
+
+
+def _named(spec: KernelSpec) -> KernelSpec:
+    """`spec` with its C name made of a hash of its text: the same chain in any program is the same
+    kernel source, which CuPy compiles once (its cache is keyed by the source)."""
+    text = repr((spec.kind, spec.in_params, spec.out_params, spec.body, spec.reduce_expr, spec.identity, spec.reduce_type,
+                 spec.post_map))  # fmt: skip
+    spec.cname = f"ember_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+    spec.body = spec.body.replace(_PLACEHOLDER, spec.cname)
+    if spec.post_map is not None:
+        spec.post_map = spec.post_map.replace(_PLACEHOLDER, spec.cname)
+    return spec
+
+
 def _statements(eqns: list[Any], env: dict[Any, str]) -> list[str]:
     """The C of `eqns`, one `const` local each, reading the C names `env` gives (which it extends)."""
     lines: list[str] = []
@@ -112,7 +129,7 @@ def _statements(eqns: list[Any], env: dict[Any, str]) -> list[str]:
 def _kernel_spec(group: Group, name: str) -> KernelSpec:
     """The kernel of a fused group (Python name `name`): its device function's C, one `const` local per
     equation."""
-    cname = f"ember_{name[1:]}"  # _k0 -> ember_k0
+    cname = _PLACEHOLDER  # named after the finished text (`_named`)
     env: dict[Any, str] = {}
     inputs = []
     for k, v in enumerate(group.inputs):
@@ -128,8 +145,8 @@ def _kernel_spec(group: Group, name: str) -> KernelSpec:
         params += [f"{c_source.CTYPE[np.dtype(d).name]}& {n}" for n, d in outputs]
         lines += [f"  {n} = {env[v]};" for (n, _), v in zip(outputs, group.outvars)]
         head = f"__device__ __forceinline__ void {cname}_body({', '.join(params)}) {{"
-        return KernelSpec(kind="elementwise", name=name, cname=cname, inputs=inputs, outputs=outputs, summary=summary,
-                          body="\n".join([head, *lines, "}"]) + "\n")  # fmt: skip
+        return _named(KernelSpec(kind="elementwise", name=name, cname=cname, inputs=inputs, outputs=outputs,
+                                 summary=summary, body="\n".join([head, *lines, "}"]) + "\n"))  # fmt: skip
     red = group.reduction
     operand = red.inputs[0]
     reduce_expr, identity, acc = c_source.reduction(red)
@@ -147,12 +164,12 @@ def _kernel_spec(group: Group, name: str) -> KernelSpec:
         body += [f"__device__ __forceinline__ {out_ctype} {cname}_post(const {acc} a) {{",
                  f"  const {c_source.CTYPE[np.dtype(reduced.aval.dtype).name]} r = {rounded};", *post_lines,
                  f"  return {post_env[result]};", "}"]  # fmt: skip
-    return KernelSpec(kind="reduction", name=name, cname=cname, inputs=inputs, outputs=[("out0", result.aval.dtype)],
+    return _named(KernelSpec(kind="reduction", name=name, cname=cname, inputs=inputs, outputs=[("out0", result.aval.dtype)],
                       body="\n".join(body) + "\n", reduce_expr=reduce_expr, identity=identity,
                       post_map=f"out0 = {cname}_post(a)" if group.post else "out0 = a",
                       reduce_type=acc.replace("ember_c64", "thrust::complex<float>").replace("ember_c128", "thrust::complex<double>"),
                       axes=tuple(red.params["axes"]),
-                      summary=" ".join([summary, red.primitive.name, *(e.primitive.name for e in group.post)]).strip())  # fmt: skip
+                      summary=" ".join([summary, red.primitive.name, *(e.primitive.name for e in group.post)]).strip()))  # fmt: skip
 
 
 class Generated:
