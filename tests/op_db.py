@@ -204,7 +204,7 @@ MOVES_VALUES = frozenset({
     "gather", "rev", "squeeze", "expand_dims", "select_n", "copy", "iota", "stop_gradient", "sort", "top_k", "real",
     "imag", "conj", "neg", "max", "min", "reduce_max", "reduce_min", "cummax", "cummin", "clamp", "floor", "ceil",
     "round", "nextafter", "convert_element_type", "bitcast_convert_type", "reduce_precision",
-    "scatter_max", "scatter_min"})  # fmt: skip
+    "scatter", "scatter_max", "scatter_min"})  # fmt: skip  (scatter: the last duplicate update wins, everywhere)
 
 OPS: list[OpInfo] = []
 

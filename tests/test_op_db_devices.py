@@ -71,7 +71,7 @@ SHAPE_ONLY = {
     "enp.linalg.matrix_power": "power 0: the identity of the operand's shape, as JAX makes it",
 }  # fmt: skip
 
-_EMPTY = "an empty operand takes a shortcut that makes the result on the default device"
+_EMPTY = "an empty operand (or result) takes a shortcut that makes the result on the default device"
 _CONSTANT = ("for this dtype the result does not read the values: a constant made on the default device "
              "(JAX's full_like puts it on the operand's device)")  # fmt: skip
 
