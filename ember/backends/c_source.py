@@ -70,6 +70,9 @@ static inline int ember_popc(unsigned int x) { return __builtin_popcount(x); }
 static inline int ember_popc(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int ember_clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
 static inline int ember_clz(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
+#if defined(__FLT16_MAX__)  /* the compiler's _Float16 (GCC 12 on x86-64): float16 kernels run on the host too */
+static inline float ember_rh(float x) { return (float)(_Float16)x; }
+#endif
 static inline double ember_inf() { return std::numeric_limits<double>::infinity(); }
 static inline double ember_nan() { return std::numeric_limits<double>::quiet_NaN(); }
 """

@@ -15,14 +15,18 @@ the group's shape and is recomputed per element, which is what XLA's loop fusion
    reads it) — the rule of fusion.py;
 2. a group (or lone fusible equation) all of whose values are read only by one later group of a larger
    shape they broadcast into, and none returned, moves into that group (recomputed per element);
-3. a fusible reduction whose operand is the only value a group hands out becomes that group's end.
+3. sibling groups of one shape merge into one kernel with several results;
+4. a fusible reduction whose operand a group hands out (read by nothing else) becomes that group's
+   end; when the group hands out other values too, the reduction's kernel recomputes the equations
+   its operand needs (elementwise work is cheap next to writing and reading the operand back);
+5. a chain that reads nothing but a reduction's result becomes that kernel's post-map step.
 
 Nothing here imports the core or CuPy: programs are read through their attributes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.backends.c_source import fusible, reduction_fusible
@@ -112,10 +116,12 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
         outs = handed_out(gid)
         return outs[0].aval.shape if outs else ()
 
+    served: dict[Any, set[int]] = {}  # variable -> readers that compute it themselves (step 4)
+
     def handed_out(gid: int) -> list[Any]:
         inside = set(members[gid])
-        return [eqns[i].outvars[0] for i in sorted(members[gid])
-                if eqns[i].outvars[0] in returned or readers.get(eqns[i].outvars[0], set()) - inside]  # fmt: skip
+        return [eqns[i].outvars[0] for i in sorted(members[gid]) if eqns[i].outvars[0] in returned
+                or readers.get(eqns[i].outvars[0], set()) - inside - served.get(eqns[i].outvars[0], set())]  # fmt: skip
 
     # 2. small groups whose values only a larger group reads move into it (latest first: chains fold up)
     changed = True
@@ -139,46 +145,16 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
             changed = True
             break
 
-    # 3. a reduction ends the group whose only value it reads
     defined_at = {v: i for i, eqn in enumerate(eqns) for v in eqn.outvars}
-    ends: dict[int, int] = {}  # group id -> index of its final reduction
-    for i, eqn in enumerate(eqns):
-        if i in group_of or not reduction_fusible(eqn):
-            continue
-        v = eqn.inputs[0]
-        gid = group_of.get(defined_at.get(v, -1))
-        if gid is not None and gid not in ends and handed_out(gid) == [v] and readers[v] == {i} and v not in returned:
-            ends[gid] = i
+    ends: dict[int, int] = {}  # group id -> index of its final reduction (step 4)
+    ended: dict[int, int] = {}  # ... and back
+    post_at: dict[int, int] = {}  # reduction index -> where it runs with the chain after it (step 5)
+    post_of: dict[int, int] = {}  # equation of such a chain -> its reduction's index
 
-    # 3b. a chain that reads nothing but a reduction's result (a mean's division, a norm's sqrt) is the
-    # reduction kernel's last step, on each reduced value
-    posts: dict[int, int] = {}  # reduction index -> group id of its chain (taken out of `members`)
-    ended = {i: g for g, i in ends.items()}
-    for i, eqn in enumerate(eqns):
-        if i in group_of or not reduction_fusible(eqn) or eqn.outvars[0] in returned:
-            continue
-        r = eqn.outvars[0]
-        chain = {group_of.get(k) for k in readers.get(r, ())}
-        if len(chain) != 1 or None in chain:
-            continue
-        (gid,) = chain
-        inside = {eqns[k].outvars[0] for k in members[gid]}
-        reads = {v for k in members[gid] for v in eqns[k].inputs if type(v).__name__ == "Var" and v not in inside}
-        outs = handed_out(gid)
-        if gid in ends or reads != {r} or len(outs) != 1 or outs[0].aval.shape != r.aval.shape:
-            continue
-        if i not in ended and len(members[gid]) == 1 and eqns[members[gid][0]].primitive.name in _ALONE_NOT_WORTH:
-            continue
-        posts[i] = gid
-    post_members = {i: members.pop(g) for i, g in posts.items()}
-    post_at = {i: max(m) for i, m in post_members.items()}
-
-    # 4. sibling groups of one shape merge (one launch, inputs read once): the earlier one runs at the
+    # 3. sibling groups of one shape merge (one launch, inputs read once): the earlier one runs at the
     # later one's place when nothing reads its values in between, or else the later one runs early, at
     # the earlier one's place, when all it reads from outside is computed by then
     place: dict[int, int] = {}  # group id -> where it runs, when not at its last member
-
-    post_of = {k: r for r, m in post_members.items() for k in m}
 
     def runs_at(gid: int) -> int:
         if gid in ends:
@@ -215,6 +191,53 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
                 group_of[i] = b
             break
 
+    # 4. a reduction ends the group that computes its operand
+    for i, eqn in enumerate(eqns):
+        if i in group_of or not reduction_fusible(eqn):
+            continue
+        v = eqn.inputs[0]
+        gid = group_of.get(defined_at.get(v, -1))
+        if gid is None or gid in ends or readers[v] - set(members[gid]) != {i} or v in returned:
+            continue
+        outs = handed_out(gid)
+        if outs == [v]:
+            ends[gid] = i
+        elif v in outs:  # the group hands out more: the reduction's kernel recomputes what v needs
+            others = [w for w in outs if w is not v]
+            mine, rest = _cone(eqns, members[gid], [v]), _cone(eqns, members[gid], others)
+            new = -1 - i  # (ids of step 1 are equation indices)
+            members[new], members[gid] = sorted(mine), sorted(rest)
+            for k in mine - rest:
+                group_of[k] = new
+            served[v] = {i}  # the reduction no longer reads v from the group
+            ends[new] = i
+
+    # 5. a chain that reads nothing but a reduction's result (a mean's division, a norm's sqrt) is the
+    # reduction kernel's last step, on each reduced value
+    posts: dict[int, int] = {}  # reduction index -> group id of its chain (taken out of `members`)
+    post_out: dict[int, Any] = {}  # ... and the chain's result
+    ended.update({i: g for g, i in ends.items()})
+    for i, eqn in enumerate(eqns):
+        if i in group_of or not reduction_fusible(eqn) or eqn.outvars[0] in returned:
+            continue
+        r = eqn.outvars[0]
+        chain = {group_of.get(k) for k in readers.get(r, ())}
+        if len(chain) != 1 or None in chain:
+            continue
+        (gid,) = chain
+        inside = {eqns[k].outvars[0] for k in members[gid]}
+        reads = {v for k in members[gid] for v in eqns[k].inputs if type(v).__name__ == "Var" and v not in inside}
+        outs = handed_out(gid)
+        if gid in ends or reads != {r} or len(outs) != 1 or outs[0].aval.shape != r.aval.shape:
+            continue
+        if i not in ended and len(members[gid]) == 1 and eqns[members[gid][0]].primitive.name in _ALONE_NOT_WORTH:
+            continue
+        posts[i] = gid
+        post_out[i] = outs[0]
+    post_members = {i: members.pop(g) for i, g in posts.items()}
+    post_at.update({i: max(m) for i, m in post_members.items()})
+    post_of.update({k: r for r, m in post_members.items() for k in m})
+
     items: list[Any] = []
     at = {runs_at(gid): gid for gid in members}
     post_runs = {where: i for i, where in post_at.items()}  # a reduction with a chain after it runs there
@@ -224,7 +247,7 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
             r = post_runs[i]
             pre = [eqns[k] for k in sorted(members[ended[r]])] if r in ended else []
             post = [eqns[k] for k in post_members[r]]
-            items.append(_group(pre, [post[-1].outvars[0]], i, eqns[r], post))
+            items.append(_group(pre, [post_out[r]], i, eqns[r], post))
         if i in at and not (at[i] in ends and ends[at[i]] in posts):
             gid = at[i]
             group = [eqns[k] for k in sorted(members[gid])]
@@ -237,6 +260,19 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
         elif i not in group_of and i not in reductions and i not in post_runs:
             items.append(eqn)
     return items
+
+
+def _cone(eqns: Sequence[Any], members: list[int], roots: list[Any]) -> set[int]:
+    """The members (equation indices) that compute `roots`."""
+    made_by = {eqns[k].outvars[0]: k for k in members}
+    need: set[int] = set()
+    stack = list(roots)
+    while stack:
+        k = made_by.get(stack.pop())
+        if k is not None and k not in need:
+            need.add(k)
+            stack.extend(eqns[k].inputs)
+    return need
 
 
 def _group(eqns: list[Any], outvars: list[Any], at: int, reduction: Any = None, post: list[Any] | None = None) -> Group:
