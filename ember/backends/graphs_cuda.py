@@ -70,7 +70,7 @@ class Graphed:
 
     def __init__(self, fn: Callable[..., list], xp: ModuleType):
         self.fn, self.xp = fn, xp
-        self.calls = 0
+        self.calls: dict[int, int] = {}  # device -> plain calls so far
         self.captures: dict[int, _Capture] = {}
         self.failed: str | None = None  # why capture is off
 
@@ -82,9 +82,9 @@ class Graphed:
         capture = self.captures.get(device)
         specs = [(b.shape, b.dtype) for b in buffers]
         if capture is None:
-            self.calls += 1
-            if self.calls == 1:
-                return self.fn(*buffers)  # compiles the kernels: not capturable
+            self.calls[device] = self.calls.get(device, 0) + 1
+            if self.calls[device] == 1:
+                return self.fn(*buffers)  # compiles the kernels for this device (and loads them): not capturable
             with xp.cuda.Device(device):
                 capture = self._capture(buffers, specs)
             if capture is None:
