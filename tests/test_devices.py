@@ -505,7 +505,9 @@ def test_jit_of_mixed_committed_devices_raises():
         f(on(enp.ones(2), 1), on(enp.ones(2), 2))
     message = str(err.value)
     assert "cpu:1" in message and "cpu:2" in message and "ember.device_put" in message
-    assert message.startswith("jit(<lambda>): the operands are committed to different devices")
+    assert message == ("jit(<lambda>): the arguments are committed to different devices: argument x (float32[2]) on "
+                       "cpu:1, argument y (float32[2]) on cpu:2; move them to one device first with "
+                       "ember.device_put(x, device)")
 
 
 def test_jit_of_a_function_closing_over_a_committed_array():

@@ -156,6 +156,8 @@ def _platform_default() -> Device:
         platform = "cuda"
     if platform not in PLATFORMS:
         raise DeviceError(f"EMBER_PLATFORM={platform!r} names no platform; use 'cpu' or 'cuda'")
+    if platform == "cuda":
+        backends.cuda()  # without CuPy: a DeviceError with the install command
     found = all_devices(platform)
     if not found:  # CuPy is there but sees no GPU
         raise DeviceError("EMBER_PLATFORM=cuda, but CuPy finds no CUDA device; unset it to run on the CPU")

@@ -388,8 +388,17 @@ class Jitted:
         for i, x in enumerate(leaves):
             arrays.append(x if isinstance(x, Array) else _as_array(x, self._leaf_path(args, kwargs, i), self._name))
         avals = tuple((x.shape, x.dtype, x.weak_type) for x in arrays)
-        place = result_place(self._name, [x for x in arrays if not isinstance(x, Tracer)])
+        concrete = [x for x in arrays if not isinstance(x, Tracer)]
+        if len({x._place for x in concrete if x._place.committed}) > 1:
+            raise self._mixed_devices(args, kwargs, arrays)
+        place = result_place(self._name, concrete)
         return _Signature(tree, avals, statics, config.enable_x64, place), arrays, args, kwargs
+
+    def _mixed_devices(self, args: tuple, kwargs: dict, arrays: list[Array]) -> DeviceError:
+        where = [f"{path} ({x.dtype}{list(x.shape)}) on {x._place.device}"
+                 for path, x in zip(self._paths(args, kwargs), arrays) if not isinstance(x, Tracer) and x._place.committed]
+        return DeviceError(f"{self._name}: the arguments are committed to different devices: {', '.join(where)}; "
+                           "move them to one device first with ember.device_put(x, device)")
 
     def _paths(self, args: tuple, kwargs: dict) -> list[str]:
         """Each dynamic leaf's path, like ``argument x['w'][0]`` (computed only when tracing)."""
