@@ -5,8 +5,11 @@ computation on cpu:0 (the devices share NumPy, so values must be bit-identical).
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -618,3 +621,12 @@ def test_save_load_come_back_on_the_default_device(tmp_path):
     _assert_same(back, {"w": enp.asarray(A), "b": enp.arange(3)})
     moved = ember.device_put(back, "cpu:2")  # how to put a checkpoint on a device
     assert_on(moved, 2)
+
+
+def test_ember_platform_cuda_without_cupy_says_how_to_install(tmp_path):
+    # A stand-in `cupy` that fails to import, first on the path: as on a machine without CuPy.
+    (tmp_path / "cupy.py").write_text("raise ImportError('no CuPy here')\n")
+    env = {**os.environ, "EMBER_PLATFORM": "cuda", "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    run = subprocess.run([sys.executable, "-c", "import ember"], env=env, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "DeviceError: the cuda platform needs CuPy, which is not installed: pip install 'ember[cuda]'" in run.stderr
