@@ -230,6 +230,8 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
         outs = handed_out(gid)
         if gid in ends or reads != {r} or len(outs) != 1 or outs[0].aval.shape != r.aval.shape:
             continue
+        if any(k in members[g] for g in members if g != gid for k in readers[r]):
+            continue  # a reader recomputed in another group (step 4) needs r itself
         if i not in ended and len(members[gid]) == 1 and eqns[members[gid][0]].primitive.name in _ALONE_NOT_WORTH:
             continue
         posts[i] = gid
