@@ -310,6 +310,9 @@ def from_host(x, op: str = "asarray") -> Array:
         if type(x) is int:
             return wrap(dtypes.python_int_as(x, dtype, op), True)
         return wrap(np.asarray(x, dtype=dtype), type(x) is not bool)
+    refuse = getattr(type(x), "__ember_refuse__", None)  # an array-like that is not one (ember.dim's DimArray)
+    if refuse is not None:
+        raise refuse(x, op)
     gpu = None if isinstance(x, (np.ndarray, list, tuple)) else _gpu_device(x)
     if gpu is not None:
         return _from_gpu(x, gpu, op)

@@ -175,10 +175,24 @@ def _getitem(self, index):
                     result._place = self._place
                     return result
     try:
+        hook = _index_hook(index)
+        if hook is not None:
+            return hook(self, index)
         return _indexing.getitem(self, index)
     except Exception as err:
         filter_error(err)
         raise
+
+
+def _index_hook(index):
+    """The indexing rule that an index's items bring along (ember.dim's dims, a layer above), or None."""
+    for item in index if type(index) is tuple else (index,):
+        if type(item) in (tuple, list) and item:
+            item = item[0]
+        hook = getattr(type(item), "__ember_index__", None)
+        if hook is not None:
+            return hook
+    return None
 
 
 def _plain_slices(items) -> bool:
