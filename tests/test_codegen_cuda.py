@@ -328,6 +328,23 @@ def test_kernels_compiled_by_gcc_match_jit_on_cpu(name, tmp_path_factory):
         _same(g, np.asarray(w), exact)
 
 
+def tangled(c):
+    """A mean that a norm's chain also reads: the norm's reduction recomputes the division, so the mean's
+    own division cannot become its reduction's post-map step (its result is needed as such)."""
+    m = enp.mean(c, axis=0)
+    n = enp.sqrt(enp.sum(m * m)) + 1.0
+    return m, n, enp.minimum(enp.sin(n), m)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the kernels' C for the host")
+def test_recomputed_and_post_map_chains_together(tmp_path):
+    x = _floats(4, 1)
+    ir = ember.jit(tangled).lower(x).ir
+    compiled = compile_program(ir.program, raw_kernel, "tangled", xp=_HostXp(tmp_path))
+    for g, w in zip(compiled(*ir.consts, x), ember.jit(tangled)(x)):
+        _same(g, np.asarray(w), exact=False)
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the kernels' C for the host")
 def test_results_go_into_donated_buffers_read_for_the_last_time(tmp_path):
     def update(p, g, m):  # an optimizer step: new p and m in the buffers of the old ones
