@@ -133,5 +133,5 @@ def test_errors_derive_from_ember_error_and_builtins():
 def test_main_job_prints_backends_devices_and_timings():
     out = subprocess.run([sys.executable, "-m", "ember"], capture_output=True, text=True, timeout=300, check=True).stdout
     assert f"ember {ember.__version__}" in out
-    assert "cpu" in out and "NumPy" in out and "devices: cpu:0" in out
+    assert "cpu" in out and "NumPy" in out and "default device: cpu:0" in out
     assert "a + b" in out and "x" in out.split("a + b")[1].splitlines()[0]
