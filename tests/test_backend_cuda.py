@@ -638,14 +638,6 @@ def _to_gpu(a, device):
     return a
 
 
-# Entries whose results (for some dtypes) are made from the operands' shapes alone (isnan of bools, index
-# helpers, matrix_power(x, 0)): those come out uncommitted on the default device, not on the operands' GPU
-# (JAX's zeros_like would keep x's device). Uncommitted, they follow a committed operand later (a copy).
-_FROM_SHAPES_ONLY = {"enp.diag_indices_from", "enp.histogram_bin_edges", "enp.imag", "enp.iscomplex", "enp.isfinite",
-                     "enp.isinf", "enp.isnan", "enp.isneginf", "enp.isposinf", "enp.isreal", "enp.linalg.matrix_power",
-                     "enp.signbit", "enp.tril_indices_from", "enp.triu_indices_from", "lax.axis_index"}  # fmt: skip
-
-
 def _in_cuda_compiler(err: BaseException) -> bool:
     frames = traceback.extract_tb(err.__traceback__)
     return any(f.filename.endswith(("codegen_cuda.py", "graphs_cuda.py", "fusion_cuda.py")) or "cuda-jit" in f.filename
@@ -680,10 +672,7 @@ def test_op_db_entries_run_on_a_fake_gpu(op, two_fake_gpus):
                             isinstance(a[0], ember.Array) for a in args)  # fmt: skip
                 for g, w in zip(got, want, strict=True):
                     if moved and isinstance(g, ember.Array):
-                        if op.name in _FROM_SHAPES_ONLY and g.device != gpu:
-                            assert not g.committed, f"{op.name} {sample}: result committed to {g.device}"
-                        else:
-                            assert g.device == gpu, f"{op.name} {sample}: result on {g.device}"
+                        assert g.device == gpu and g.committed, f"{op.name} {sample}: result on {g.device}"
                     g = np.asarray(g)
                     assert g.shape == w.shape and g.dtype == w.dtype, f"{op.name} {sample}"
                     if g.dtype.kind in "biu":

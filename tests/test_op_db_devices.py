@@ -60,16 +60,8 @@ def two_cpu_devices():
 # Results made from the operands' shapes alone go to the default device, uncommitted, as in JAX (whose
 # full_like puts its result on the operand's device only when it has the operand's shape): for these
 # entries an output may be there instead (it then follows committed operands into later operations).
-SHAPE_ONLY = {
-    **dict.fromkeys(["enp.zeros_like", "enp.ones_like", "enp.full_like", "enp.empty_like"],
-                    "shape= other than the operand's: a new array, as JAX's full_like makes"),
-    **dict.fromkeys(["enp.tril_indices_from", "enp.triu_indices_from", "enp.diag_indices_from"],
-                    "indices of the operand's shape"),
-    **dict.fromkeys(["enp.array_equal", "enp.array_equiv"], "operands of shapes that differ: False, values unread"),
-    "lax.axis_index": "the position along the vmapped axis, whatever the operand",
-    "enp.histogram_bin_edges": "bins and range given: the edges, values unread",
-    "enp.linalg.matrix_power": "power 0: the identity of the operand's shape, as JAX makes it",
-}  # fmt: skip
+SHAPE_ONLY = dict.fromkeys(["enp.zeros_like", "enp.ones_like", "enp.full_like", "enp.empty_like"],
+                           "shape= other than the operand's: a new array, as JAX's full_like makes")
 
 _EMPTY = "an empty operand (or result) takes a shortcut that makes the result on the default device"
 _CONSTANT = ("for this dtype the result does not read the values: a constant made on the default device "
@@ -78,22 +70,7 @@ _CONSTANT = ("for this dtype the result does not read the values: a constant mad
 # Entries whose results are not yet on their operands' device: name -> (the dtype kinds it happens for,
 # why). Their cells still check every value; the placement failure is an expected one (xfail), and a
 # cell whose results are all placed fails until its line goes.
-NOT_PLACED: dict[str, tuple[str, str]] = {
-    **dict.fromkeys(["enp.bincount", "enp.choose", "enp.diag", "enp.digitize", "enp.isin", "enp.linalg.pinv",
-                     "enp.median", "enp.nanmedian", "enp.quantile", "enp.nanquantile", "enp.percentile",
-                     "enp.nanpercentile", "enp.polyval", "enp.searchsorted", "enp.take", "enp.unique",
-                     "enp.unique[extras]", "enp.unique_all", "enp.unique_all[values]", "enp.unique_counts",
-                     "enp.unique_counts[values]", "enp.unique_inverse[values]", "enp.unique_values",
-                     "nn.functional.adaptive_max_pool1d", "nn.AdaptiveMaxPool1d", "nn.functional.adaptive_max_pool2d",
-                     "nn.AdaptiveMaxPool2d", "nn.functional.max_unpool1d", "nn.MaxUnpool1d", "random.poisson"],
-                    ("biufcV", _EMPTY)),
-    "enp.diagonal": ("biufcV", "an offset past the edge (an empty result) is made on the default device"),
-    "enp.argwhere": ("biufcV", "a 0-d operand's result is made on the default device"),
-    **dict.fromkeys(["enp.isnan", "enp.isinf", "enp.isfinite", "enp.isposinf", "enp.isneginf"], ("biu", _CONSTANT)),
-    "enp.signbit": ("bu", _CONSTANT),
-    **dict.fromkeys(["enp.imag", "enp.iscomplex", "enp.isreal"], ("biufV", _CONSTANT)),
-    "enp.linspace": ("fcV", "retstep=True with num=0: the step is made on the default device"),
-}  # fmt: skip
+NOT_PLACED: dict[str, tuple[str, str]] = {}
 
 
 def _known_misplacement(op, dtype) -> str:

@@ -13,10 +13,10 @@ from ember.config import config
 from ember.core import devices as _devices
 from ember.core.array import Array, from_host, wrap
 from ember.core.devices import Device, Place
-from ember.core.primitive import Tracer
+from ember.core.primitive import Tracer, result_place
 from ember.core.pytree import tree_map
 
-__all__ = ["default_device", "device_put", "devices"]
+__all__ = ["constant", "default_device", "device_put", "devices", "follow", "operands_place"]
 
 _UNSET = object()
 
@@ -60,6 +60,53 @@ def _put(x: Any, place: Place) -> Any:
         else:
             value = target.from_host(source.to_host(value), place.device.id)  # CPU devices share host memory
     return wrap(value, x._weak, place)
+
+
+def operands_place(op: str, *operands: Any) -> Place:
+    """Where operation `op` on `operands` leaves its result (`result_place`: their committed device, else
+    the first array's), for a result made without reading them: from their shapes, or a constant. With a
+    traced operand, or no array, the default device's: a transform places its outputs itself.
+
+    >>> operands_place("zeros_like", ember.device_put(enp.ones(2), "cpu:0"))
+    Place(cpu:0, committed)
+    """
+    return _concrete_place(op, operands) or _devices.current.place
+
+
+def _concrete_place(op: str, operands: tuple) -> Place | None:
+    arrays = [x for x in operands if isinstance(x, Array)]
+    if not arrays or any(isinstance(x, Tracer) for x in arrays):
+        return None
+    return result_place(op, arrays)
+
+
+def constant(value: Any, weak: bool, place: Place) -> Array:
+    """`value` (a NumPy array of an ember dtype, usually 0-d) as an Array at `place` (copied to a GPU's memory
+    there); a constant standing for operand ``x`` takes ``x._place``, so that it stays on ``x``'s device.
+
+    >>> constant(np.zeros((), np.float32), True, ember.device_put(enp.ones(2), "cpu:0")._place).committed
+    True
+    """
+    if place.backend is not _devices.backends.cpu:
+        value = place.backend.from_host(value, place.device.id)
+    return wrap(value, weak, place)
+
+
+def follow(op: str, out: Any, *operands: Any) -> Any:
+    """`out` (an Array, or a tuple or list of them), made without reading `operands` (an empty operand's
+    shortcut, a constant for a dtype), moved to where `op` on `operands` leaves its result
+    (`operands_place`): on their device, committed when they are, as JAX's ``full_like`` keeps its operand's.
+
+    >>> x = ember.device_put(enp.ones(0), "cpu:0")
+    >>> follow("sum", enp.zeros(0), x).committed
+    True
+    """
+    place = _concrete_place(op, operands)
+    if place is None:  # traced operands: the transform places its outputs
+        return out
+    if isinstance(out, (tuple, list)):
+        return type(out)(_put(o, place) if type(o) is Array else o for o in out)
+    return _put(out, place) if type(out) is Array else out
 
 
 class _DefaultDeviceBlock:

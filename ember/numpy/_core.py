@@ -13,8 +13,9 @@ from ember.core import dtypes
 from ember.core import devices as _devices
 from ember.core.array import Array, Place, from_host, wrap
 from ember.core.primitive import Tracer, _shares_memory, trace_stack
-from ember.core.transfer import _put
+from ember.core.transfer import _put, constant, operands_place
 from ember.core.primitives import elementwise as ew
+from ember.core.primitives import structural as st
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import DTypeError, EmberOverflowError, InvalidArgumentError
 from ember.lax._convert import convert, scalar_as
@@ -178,6 +179,20 @@ def on_device(x, place: Place | None):
     if isinstance(x, tuple):
         return tuple(_put(v, place) for v in x)
     return _put(x, place)
+
+
+def full_for(op: str, shape: tuple[int, ...], value, dtype, *operands, weak: bool = False) -> Array:
+    """An array of `shape` filled with `value` (of `dtype`): a result of `op` that does not read `operands`
+    (isnan of integers, an empty operand's shortcut), made where `op` on them leaves its result
+    (``ember.core.transfer.operands_place``): on their device, committed when they are. The scalar goes
+    there and is broadcast there, so nothing of `shape` crosses between host and GPU.
+
+    >>> full_for("isnan", (2,), False, bool, ember.device_put(enp.arange(2), "cpu:0")).committed
+    True
+    """
+    place = operands[0]._place if len(operands) == 1 else operands_place(op, *operands)
+    c = constant(np.asarray(value, dtype), weak, place)
+    return st.broadcast_in_dim_p.bind(c, shape=tuple(shape), broadcast_dimensions=()) if shape != () else c
 
 
 def _dtype_and_weak(x, op: str = "asarray") -> tuple[np.dtype, bool]:

@@ -14,7 +14,7 @@ from ember.core.array import Array, Place, from_host
 from ember.core.primitives import elementwise as ew
 from ember.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, check_device, dtype_arg, on_device
+from ember.numpy._core import ArrayLike, asarray, check_device, dtype_arg, full_for, on_device
 
 Shape = int | Sequence[int]
 
@@ -227,7 +227,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         if endpoint and num > 1:  # the last sample is exactly `stop`
             out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), sh.expand_dims(stop, 0)], 0)
     else:  # one sample with the endpoint, or none: no step (NaN, as NumPy and JAX)
-        step = lax.full(shape, math.nan, compute)
+        step = full_for("linspace", shape, math.nan, compute, start, stop)
         out = lax.broadcast_in_dim(start, (num, *shape), tuple(range(1, len(shape) + 1)))
     out = sh.moveaxis(out, 0, axis) if axis else out
     out = _as_result(out, target)

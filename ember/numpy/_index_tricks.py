@@ -19,9 +19,10 @@ import numpy as np
 from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
+from ember.core.transfer import follow
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, promote_args
+from ember.numpy._core import ArrayLike, asarray, full_for, promote_args
 from ember.numpy._reductions import all as _all
 from ember.numpy._reductions import any as _any
 from ember.numpy._shape import broadcast_arrays, broadcast_shapes, ravel
@@ -86,7 +87,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
         raise ShapeError(f"diag: input must be 1-d or 2-d, got shape {x.shape}")
     n = x.shape[0] + abs(k)
     if x.shape[0] == 0:  # nothing to place (and scatter's jvp rejects a zero-size operand)
-        return lax.full((n, n), 0, x.dtype)
+        return full_for("diag", (n, n), 0, x.dtype, x)
     rows = np.arange(x.shape[0]) + max(-k, 0)
     cols = np.arange(x.shape[0]) + max(k, 0)
     return lax.full((n, n), 0, x.dtype).at[_index(rows), _index(cols)].set(x)
@@ -139,12 +140,13 @@ def diag_indices_from(arr: ArrayLike) -> tuple[Array, ...]:
     >>> enp.diag_indices_from(enp.zeros((2, 2)))
     (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
     """
-    shape = asarray(arr).shape
+    x = asarray(arr)
+    shape = x.shape
     if len(shape) < 2:
         raise ShapeError(f"diag_indices_from: input array must be at least 2-d, got shape {shape}")
     if len(set(shape)) != 1:
         raise ShapeError(f"diag_indices_from: all dimensions of input must be of equal length, got shape {shape}")
-    return diag_indices(shape[0], len(shape))
+    return follow("diag_indices_from", diag_indices(shape[0], len(shape)), x)  # on x's device, as JAX's full_like
 
 
 def _triangle_indices(op: str, n, k, m, lower: bool) -> tuple[Array, Array]:
@@ -212,7 +214,7 @@ def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
     [[0, 1, 1], [0, 0, 1]]
     """
     n, m = _from("tril_indices_from", arr)
-    return tril_indices(n, k, m)
+    return follow("tril_indices_from", tril_indices(n, k, m), arr)
 
 
 def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
@@ -229,7 +231,7 @@ def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
     [[0, 0, 0, 1, 1], [0, 1, 2, 1, 2]]
     """
     n, m = _from("triu_indices_from", arr)
-    return triu_indices(n, k, m)
+    return follow("triu_indices_from", triu_indices(n, k, m), arr)
 
 
 # --- flat and multi-dimensional indices -------------------------------------------------------------
@@ -456,7 +458,7 @@ def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = Fal
     x, t = promote_args("isin", element, test_elements)
     t = ravel(t)
     if t.size == 0:
-        found = lax.full(x.shape, False, dtypes.bool_)
+        found = full_for("isin", x.shape, False, dtypes.bool_, x, t)
     elif kind == "sort" or (kind is None and x.size * t.size > _COMPARE_ALL_LIMIT):
         ordered = sort(t)
         at = lax.clamp(lax.full((), 0, dtypes.int32), searchsorted(ordered, x), lax.full((), t.size - 1, dtypes.int32))
@@ -502,7 +504,7 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     """
     x, y = asarray(a1), asarray(a2)
     if x.shape != y.shape:
-        return lax.full((), False, dtypes.bool_)
+        return full_for("array_equal", (), False, dtypes.bool_, x, y)
     return _all(_equal(x, y, equal_nan))
 
 
@@ -530,5 +532,5 @@ def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
     try:
         broadcast_shapes(x.shape, y.shape)
     except ShapeError:
-        return lax.full((), False, dtypes.bool_)
+        return full_for("array_equiv", (), False, dtypes.bool_, x, y)
     return _all(equal(x, y))

@@ -20,6 +20,7 @@ from ember.core.primitives import indexing as ix
 from ember.core.transfer import _put
 from ember.errors import ConcretizationError, DTypeError, EmberIndexError, ShapeError
 from ember.lax._convert import convert
+from ember.numpy._core import full_for
 
 
 def _static_int(item) -> int | None:
@@ -184,7 +185,8 @@ def _advanced(y: Array, advanced: list[tuple[int, Array]], mode: str, fill_value
         if normalized[0].size:
             raise EmberIndexError(f"cannot take elements from an empty axis (indexing shape {y.shape})")
         rest_shape = [y.shape[a] for a in rest]
-        return lax.full(tuple(rest_shape[:first]) + batch_shape + tuple(rest_shape[first:]), 0, y.dtype)
+        return full_for("gather", tuple(rest_shape[:first]) + batch_shape + tuple(rest_shape[first:]), 0, y.dtype, y,
+                        *arrays)
     indices = stack(normalized, axis=-1)
     batch_rank = len(batch_shape)
     offset_dims = tuple(range(first)) + tuple(range(first + batch_rank, batch_rank + len(rest)))

@@ -20,12 +20,13 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
-from ember.core.array import Array, wrap
+from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
+from ember.core.transfer import constant
 from ember.errors import DTypeError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, promote_args, promote_inexact
+from ember.numpy._core import ArrayLike, full_for, promote_args, promote_inexact
 from ember.numpy._ufuncs import _broadcast_all, _doc, _numeric, isinf, isnan
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
@@ -36,8 +37,8 @@ _UNSIGNED_OF = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.u
 
 
 def _const(like: Array, value) -> Array:
-    """A 0-d constant of `like`'s dtype, weak when `like` is (so it never promotes anything)."""
-    return wrap(np.asarray(value, dtype=like.dtype), like.weak_type and like.dtype != dtypes.bool_)
+    """A 0-d constant of `like`'s dtype, weak when `like` is (so it never promotes anything), on its device."""
+    return constant(np.asarray(value, dtype=like.dtype), like.weak_type and like.dtype != dtypes.bool_, like._place)
 
 
 def _select(pred: Array, on_true: Array, on_false: Array) -> Array:
@@ -52,8 +53,7 @@ def _weak_as(out: Array, like: Array | None) -> Array:
 
 
 def _falses(x: Array, value: bool = False, weak: bool = False) -> Array:
-    c = wrap(np.asarray(value), weak)
-    return c if x.shape == () else lax.broadcast_in_dim(c, x.shape, ())
+    return full_for("", x.shape, value, dtypes.bool_, x, weak=weak)
 
 
 def _no_complex(op: str, x: Array) -> None:
@@ -120,7 +120,7 @@ def _scaled_log(name: str, base: float) -> Callable:
         if dtypes.is_complex(x.dtype):  # scale both parts, as NumPy (a complex division would turn -inf into NaN)
             re, im = ew.real_p.bind(log), ew.imag_p.bind(log)
             return ew.complex_p.bind(ew.mul_p.bind(re, _const(re, 1 / np.log(base))), ew.mul_p.bind(im, _const(im, 1 / np.log(base))))
-        scale = wrap(np.asarray(1 / np.log(base), log.dtype), False)  # strong, as JAX's: log2(2.0) is strong
+        scale = constant(np.asarray(1 / np.log(base), log.dtype), False, log._place)  # strong, as JAX's: log2(2.0) is strong
         return _back(ew.mul_p.bind(log, scale), x)
 
     fn.__name__ = fn.__qualname__ = name
@@ -395,7 +395,7 @@ def _isinf_signed(name: str, value: float) -> Callable:
         _no_complex(name, x)
         if not dtypes.is_floating(x.dtype):
             return _falses(x)
-        return bw.eq_p.bind(x, lax.full((), value, x.dtype))  # a strong constant: JAX's isposinf(2.0) is strong
+        return bw.eq_p.bind(x, full_for(name, (), value, x.dtype, x))  # a strong constant: JAX's isposinf(2.0) is strong
 
     fn.__name__ = fn.__qualname__ = name
     return _doc(fn, f"Whether x is {'+' if value > 0 else '-'}inf (always False for integers).", "enp.asarray([1.0, float('inf'), -float('inf')])")
@@ -464,7 +464,7 @@ def angle(z: ArrayLike, deg: bool = False) -> Array:
     if dtypes.is_complex(z.dtype):
         re, im = ew.real_p.bind(z), ew.imag_p.bind(z)
     else:
-        re, im = z, wrap(np.zeros((), z.dtype), False)  # strong, as JAX's angle of a real number
+        re, im = z, constant(np.zeros((), z.dtype), False, z._place)  # strong, as JAX's angle of a real number
     out = ew.atan2_p.bind(*_broadcast_all(_work(im), _work(re)))
     if deg:
         out = ew.mul_p.bind(out, _const(out, 180 / np.pi))

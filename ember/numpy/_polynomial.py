@@ -20,7 +20,7 @@ from ember.core.array import Array
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, canonical_axes, promote_args, promote_inexact
+from ember.numpy._core import ArrayLike, asarray, canonical_axes, full_for, promote_args, promote_inexact
 from ember.numpy._shape import concatenate, ravel
 from ember.numpy._statistics import known
 from ember.numpy._ufuncs import conjugate, imag, isnan, logical_and, real, where
@@ -127,7 +127,7 @@ def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     c, t = promote_args("polyval", p, x)
     if c.ndim != 1:
         raise ShapeError(f"polyval: p must be a 1-d array of coefficients, got shape {c.shape}")
-    y = lax.full(t.shape, 0, t.dtype)
+    y = full_for("polyval", t.shape, 0, t.dtype, c, t)  # an empty p's zeros: on the operands' device
     for i in range(c.shape[0]):
         y = y * t + lax.reshape(lax.slice_in_dim(c, i, i + 1), ())
     return y

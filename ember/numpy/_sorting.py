@@ -24,7 +24,8 @@ from ember.core.array import Array
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, dtype_arg, promote_args
+from ember.core.transfer import follow
+from ember.numpy._core import ArrayLike, asarray, dtype_arg, full_for, promote_args
 from ember.numpy._shape import broadcast_to, concatenate, moveaxis, ravel, reshape
 from ember.numpy._ufuncs import isnan, logical_and, logical_not, logical_or, not_equal, where
 
@@ -351,7 +352,7 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
             raise DTypeError(f"searchsorted: sorter must be an integer array of a's shape {a.shape}, got {order.dtype}{order.shape}")
     n, m = a.shape[0], v.size
     if n == 0 or m == 0:
-        return lax.full(v.shape, 0, dtypes.int32)
+        return full_for("searchsorted", v.shape, 0, dtypes.int32, a, v)
     queries = ravel(v)
     # Queries go before equal elements of `a` for "left", after them for "right"; a stable sort keeps that.
     joined = concatenate([queries, a] if side == "left" else [a, queries])
@@ -495,7 +496,8 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         bounds = _resize(start, length + 1) if n else lax.full((length + 1,), 0, int_)
         bounds = lax.select(lax.lt(lax.iota(int_, length + 1), count), bounds, lax.full((length + 1,), n, int_))
         results.append(lax.sub(lax.slice_in_dim(bounds, 1, None), lax.slice_in_dim(bounds, 0, length)))
-    return results[0] if len(results) == 1 else tuple(results)
+    # An empty `ar`'s results are made from its shape alone: on its device, as the others.
+    return follow("unique", results[0] if len(results) == 1 else tuple(results), x)
 
 
 def _first(x: Array) -> Array:

@@ -23,9 +23,10 @@ import numpy as np
 from ember import lax
 from ember.core import dtypes
 from ember.core.array import Array
+from ember.core.transfer import follow
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, asarray, canonical_axes, promote_args, promote_inexact
+from ember.numpy._core import ArrayLike, asarray, canonical_axes, full_for, promote_args, promote_inexact
 from ember.numpy._reductions import Axis
 from ember.numpy._reductions import max as _max
 from ember.numpy._reductions import min as _min
@@ -146,7 +147,7 @@ def _quantile(op: str, a, q, axis, out, method: str, keepdims: bool, nan_aware: 
     n = math.prod(x.shape[d] for d in axes)
     kept = tuple(1 if d in axes else s for d, s in enumerate(x.shape)) if keepdims else rest_shape
     if n == 0 or qs.size == 0:
-        return lax.full(qs.shape + kept, math.nan, x.dtype)
+        return full_for(op, qs.shape + kept, math.nan, x.dtype, x, qs)
     flat = reshape(transpose(x, (*rest, *axes)), (*rest_shape, n))
     index_dtype = dtypes.promote_types(qs.dtype, dtypes.float32)  # positions of a half-precision q in float32
     qf = reshape(convert(qs, index_dtype), (qs.size,))
@@ -557,9 +558,9 @@ def _edges(op: str, a, bins, range) -> tuple[Array, Array]:
             first, last = first - 0.5, last + 0.5
         # As NumPy: spaced in the range's own precision (float64 for Python floats), then rounded to the
         # data's dtype. Other spacing moves edges by an ulp, and data lying on an edge changes bins.
-        return x, asarray(np.linspace(first, last, count + 1).astype(x.dtype))
+        return x, follow(op, asarray(np.linspace(first, last, count + 1).astype(x.dtype)), x)
     if x.size == 0:
-        first, last = asarray(0.0, x.dtype), asarray(1.0, x.dtype)
+        first, last = full_for(op, (), 0.0, x.dtype, x), full_for(op, (), 1.0, x.dtype, x)
     else:
         first, last = _min(x), _max(x)
         now = known(lax.concatenate([lax.reshape(first, (1,)), lax.reshape(last, (1,))], 0))
@@ -672,7 +673,7 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0,
     if v.dtype == dtypes.bool_:
         v = convert(v, dtypes.default_int())
     index = lax.max(v, lax.full(v.shape, 0, v.dtype))
-    return lax.full((length,), 0, w.dtype).at[index].add(w, mode="drop")
+    return full_for("bincount", (length,), 0, w.dtype, v, w).at[index].add(w, mode="drop")
 
 
 def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Array:
@@ -709,7 +710,7 @@ def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Array:
     side = "left" if right else "right"
     n = b.shape[0]
     if n == 0:
-        return lax.full(v.shape, 0, dtypes.default_int())
+        return full_for("digitize", v.shape, 0, dtypes.default_int(), v, b)
     rising = searchsorted(b, v, side=side)
     falling = n - searchsorted(lax.rev(b, (0,)), v, side=side)
     increasing = lax.ge(lax.reshape(lax.slice_in_dim(b, n - 1, n), ()), lax.reshape(lax.slice_in_dim(b, 0, 1), ()))

@@ -18,7 +18,7 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives._rules import normalize_axis
 from ember.errors import ConcretizationError, InvalidArgumentError, ShapeError
-from ember.numpy._core import ArrayLike, asarray, on_device
+from ember.numpy._core import ArrayLike, asarray, full_for, on_device
 from ember.numpy._indexing import getitem
 
 
@@ -194,7 +194,7 @@ def argwhere(a: ArrayLike, *, size: int | None = None, fill_value=None) -> Array
     x = asarray(a)
     if x.ndim == 0:  # NumPy: one row of zero coordinates per nonzero scalar
         rows = size if size is not None else int(bool(_concrete("argwhere", x, "pass size=")))
-        return lax.full((rows, 0), 0, _index_dtype())
+        return full_for("argwhere", (rows, 0), 0, _index_dtype(), x)
     return stack(nonzero(x, size=size, fill_value=fill_value), axis=-1)
 
 
@@ -220,7 +220,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     rows_start, cols_start = max(-offset, 0), max(offset, 0)
     k = max(0, min(n - rows_start, m - cols_start))
     if k == 0:
-        return lax.full(x.shape[:-2] + (0,), 0, x.dtype)
+        return full_for("diagonal", x.shape[:-2] + (0,), 0, x.dtype, x)
     rows = lax.iota(_index_dtype(), k) + rows_start
     cols = lax.iota(_index_dtype(), k) + cols_start
     return getitem(x, (Ellipsis, rows, cols))

@@ -11,14 +11,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ember import lax
 from ember.core import dtypes
-from ember.core.array import Array, wrap
+from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, promote_args, promote_inexact
+from ember.numpy._core import ArrayLike, full_for, promote_args, promote_inexact
 
 
 def _doc(fn: Callable, summary: str, example: str) -> Callable:
@@ -251,14 +250,13 @@ def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:
 
 
 def _zero(x: Array) -> Array:
-    return lax.full((), 0, x.dtype)
+    return full_for("", (), 0, x.dtype, x)
 
 
 def _filled(x: Array, value) -> Array:
     # x's shape, dtype and weak type: JAX's constants in floor_divide, remainder and the logical
     # functions keep a Python scalar's weak type (floor_divide(3.0, 2.0) is weak, as in JAX).
-    c = wrap(np.asarray(value, x.dtype), x.weak_type)
-    return c if x.shape == () else lax.broadcast_in_dim(c, x.shape, ())
+    return full_for("", x.shape, value, x.dtype, x, weak=x.weak_type)
 
 
 def _broadcast_all(*xs: Array, op: str = "broadcast_arrays") -> list[Array]:
@@ -305,7 +303,7 @@ def signbit(x: ArrayLike, /) -> Array:
     if dtypes.is_complex(x.dtype):
         raise DTypeError(f"signbit: not defined for complex operands ({x.dtype})")
     if not dtypes.is_floating(x.dtype):
-        return bw.lt_p.bind(x, _zero(x)) if dtypes.is_signed(x.dtype) else lax.full(x.shape, False, dtypes.bool_)
+        return bw.lt_p.bind(x, _zero(x)) if dtypes.is_signed(x.dtype) else full_for("signbit", x.shape, False, dtypes.bool_, x)
     bits = ew.bitcast_convert_type_p.bind(x, new_dtype=_SIGNED_OF_SIZE[x.dtype.itemsize])
     return bw.lt_p.bind(bits, _zero(bits))
 
@@ -338,10 +336,10 @@ def _integer_power(x: Array, y: Array) -> Array:
     if dtypes.is_signed(y.dtype) and type(y) is Array and (np.asarray(y) < 0).any():
         raise InvalidArgumentError("power: integers to negative integer powers are not allowed (as in NumPy); use a float base")
     x, y = _broadcast_all(x, y)
-    one = lax.full(x.shape, 1, x.dtype)
+    one = full_for("power", x.shape, 1, x.dtype, x)
     acc, base, exponent = one, x, y
     for _ in range(8 * x.dtype.itemsize):
-        bit = bw.ne_p.bind(bw.and_p.bind(exponent, one), lax.full(x.shape, 0, x.dtype))
+        bit = bw.ne_p.bind(bw.and_p.bind(exponent, one), full_for("power", x.shape, 0, x.dtype, x))
         acc = ew.select_n_p.bind(bit, acc, ew.mul_p.bind(acc, base))
         base = ew.mul_p.bind(base, base)
         exponent = bw.shift_right_logical_p.bind(exponent, one)
@@ -458,7 +456,7 @@ def isnan(x: ArrayLike, /) -> Array:
     """
     (x,) = promote_args("isnan", x)
     if not dtypes.is_inexact(x.dtype):
-        return lax.full(x.shape, False, dtypes.bool_)
+        return full_for("isnan", x.shape, False, dtypes.bool_, x)
     return bw.ne_p.bind(x, x)
 
 
@@ -472,7 +470,7 @@ def isfinite(x: ArrayLike, /) -> Array:
     if dtypes.is_complex(x.dtype):
         return bw.and_p.bind(ew.is_finite_p.bind(ew.real_p.bind(x)), ew.is_finite_p.bind(ew.imag_p.bind(x)))
     if not dtypes.is_floating(x.dtype):
-        return lax.full(x.shape, True, dtypes.bool_)
+        return full_for("isfinite", x.shape, True, dtypes.bool_, x)
     return ew.is_finite_p.bind(x)
 
 
@@ -484,11 +482,11 @@ def isinf(x: ArrayLike, /) -> Array:
     """
     (x,) = promote_args("isinf", x)
     if not dtypes.is_inexact(x.dtype):
-        return lax.full(x.shape, False, dtypes.bool_)
+        return full_for("isinf", x.shape, False, dtypes.bool_, x)
     magnitude = ew.abs_p.bind(x) if not dtypes.is_complex(x.dtype) else None
     if magnitude is None:
         return bw.or_p.bind(isinf(ew.real_p.bind(x)), isinf(ew.imag_p.bind(x)))
-    return bw.eq_p.bind(magnitude, lax.full((), float("inf"), magnitude.dtype))
+    return bw.eq_p.bind(magnitude, full_for("isinf", (), float("inf"), magnitude.dtype, x))
 
 
 def real(val: ArrayLike, /) -> Array:

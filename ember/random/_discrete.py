@@ -35,6 +35,7 @@ from ember.lax import _elementwise as ew
 from ember.lax import _structural as st
 from ember.lax._convert import convert
 from ember.lax.control_flow import cond, while_loop
+from ember.numpy._core import full_for
 from ember.transforms.jit import jit
 from ember.random._continuous import result_shape, uniform_open
 from ember.random._distributions import ArrayLike, _broadcast, _param, prepare
@@ -173,7 +174,7 @@ def poisson(key: KeyArray, lam: ArrayLike, shape: int | Shape | None = None, dty
     shape = result_shape("poisson", shape, lam.shape)
     lam = _broadcast(lam, shape)
     if lam.size == 0:
-        return const(np.zeros(shape, dtype), dtype)
+        return full_for("poisson", shape, 0, dtype, key, lam)
     return _poisson(key, lam, dtype)
 
 

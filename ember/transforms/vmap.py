@@ -36,6 +36,7 @@ from ember.core.primitive import (
     push_trace,
 )
 from ember.core.pytree import broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
+from ember.core.transfer import follow
 from ember.errors import ConcretizationError, InvalidArgumentError
 from ember.transforms._args import as_leaf_array
 
@@ -478,7 +479,8 @@ def _run(fun, flat_args, axes, in_tree, size, out_axes, axis_name, chunked=False
             continue
         o_axis = _out_axis(o_axis, val.ndim - (bdim is not not_mapped), path)
         final.append(move_axis(bdim_to_front(val, bdim, size), 0, o_axis))
-    return tree_unflatten(out_tree, final)
+    # Outputs made from no input (axis_index's iota, constants) go where the inputs are, as jit's do.
+    return tree_unflatten(out_tree, follow("vmap", final, *flat_args))
 
 
 def _chunked(fun, flat_args, axes, in_tree, size, chunk, out_axes, axis_name):

@@ -24,6 +24,7 @@ from ember.transforms.custom import custom_jvp
 from ember.core.array import Array
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.nn.functional._common import SPATIAL, ArrayLike, IntOrTuple, channels_first_rank, floating_input, ntuple
+from ember.numpy._core import full_for
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
@@ -208,7 +209,7 @@ def _max_unpool(op: str, n: int, input, indices, kernel_size, stride, padding, o
     batch, channels = x.shape[:2]
     size = math.prod(x.shape[2:])
     if x.size == 0:  # nothing to place (and ember's gather cannot yet transpose an empty scatter-add)
-        y = enp.zeros((batch, channels, math.prod(out)), dtype=x.dtype)
+        y = full_for(op, (batch, channels, math.prod(out)), 0, x.dtype, x, index)
     else:
         y = _unpool(x.reshape(batch, channels, size), index.reshape(batch, channels, size), math.prod(out))
     return _unbatch(y.reshape(batch, channels, *out), unbatched)

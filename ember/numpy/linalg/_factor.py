@@ -26,6 +26,7 @@ from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import linalg as _la
 from ember.core.primitives._rules import broadcast_shapes
+from ember.core.transfer import follow
 from ember.errors import InvalidArgumentError, ShapeError
 from ember.lax import linalg as lax
 from ember.numpy._contract import matmul, tensordot, vecdot
@@ -303,7 +304,7 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ShapeError(f"matrix_power: needs square matrices in the last two axes, shape (..., m, m); got {_describe(x)}")
     if n == 0:
-        return broadcast_to(eye(x.shape[-1], dtype=x.dtype), x.shape)
+        return broadcast_to(follow("matrix_power", eye(x.shape[-1], dtype=x.dtype), x), x.shape)
     if n < 0:
         x, n = inv(x), -n
     result = None

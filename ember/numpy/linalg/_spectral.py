@@ -40,7 +40,7 @@ from ember.lax import _eigen as lax_eigen
 from ember.lax import linalg as _lax_linalg  # noqa: F401  (makes ember.lax.linalg an attribute of ember.lax)
 from ember.lax._convert import convert
 from ember.numpy._contract import matmul
-from ember.numpy._core import ArrayLike, asarray, check_arraylike, promote_inexact
+from ember.numpy._core import ArrayLike, asarray, check_arraylike, full_for, promote_inexact
 from ember.numpy._creation import zeros
 from ember.numpy._reductions import any as _any
 from ember.numpy._reductions import max as _max
@@ -438,7 +438,7 @@ _NO_VALUE = object()
 def _pinv_value(x: Array, rcond: Array, hermitian: bool) -> Array:
     m, n = x.shape[-2:]
     if m == 0 or n == 0:
-        return zeros((*x.shape[:-2], n, m), x.dtype)
+        return full_for("pinv", (*x.shape[:-2], n, m), 0, x.dtype, x)
     u, s, vh = svd(x, full_matrices=False, hermitian=hermitian)
     cutoff = rcond[..., None] * _max(s, axis=-1, keepdims=True)
     large = s > cutoff
