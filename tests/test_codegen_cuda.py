@@ -88,13 +88,14 @@ def two_chains(x, w):
 def half_chain(x, h):
     """float16 computed in float, rounded after every equation; a float16 sum accumulates in float."""
     y = (h * 3.0 + x.astype(enp.float16)) / 7.0
-    return enp.sum(enp.tanh(y), axis=0), (y > 0.5).astype(enp.float16) - y
+    return enp.sum(enp.tanh(y), axis=0), (y > 0.5).astype(enp.float16) - lax.logistic(y)
 
 
 def half_arithmetic(h, g):
     """float16 arithmetic rounded after each operation, as NumPy's: bit for bit."""
     y = (h * 3.0 + g) / 7.0 - enp.sqrt(enp.abs(h))
-    return y * g + 1.0, enp.maximum(y, g).astype(enp.float32) * 0.5
+    z = lax.rsqrt(enp.abs(y) + 0.5) + lax.integer_pow(g, -3) * 1e-3 + lax.integer_pow(y, 5)
+    return y * g + 1.0, enp.maximum(y, g).astype(enp.float32) * 0.5, z
 
 
 def reductions_then_chains(x):

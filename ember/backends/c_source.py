@@ -8,7 +8,8 @@ test harness, which compiles the same bodies with gcc. Semantics kept from the N
 - float32/float64 `add`/`sub`/`mul` are `__fadd_rn`-style intrinsics, which the compiler never
   contracts into a fused multiply-add (NumPy rounds every product), so results are bit for bit NumPy's
   where both are correctly rounded;
-- float16 is computed in float and rounded to float16 after every equation, as NumPy does;
+- float16 is computed in float and rounded to float16 after every equation, as NumPy does (inside
+  the composite ones too: rsqrt, logistic, integer powers; float16 nextafter is left to the backend);
 - `max`/`min` propagate NaN as ``np.maximum`` does; integer `div`/`rem` truncate toward zero (x / 0
   and x % 0 are 0, INT_MIN / -1 wraps); integer arithmetic wraps; float -> int converts saturate
   (NaN -> 0) as XLA; shifts out of range give 0 (arithmetic: the sign).
@@ -201,13 +202,16 @@ def _integer_pow(x: str, y: int, dtype: str) -> str | None:
     if dtype in _COMPLEX or (dtype in _INTS and y < 0):
         return None
     # ((x*x)*x)... in the order of _repeated_squaring: acc picks up base^(2^k) for each set bit
-    terms, base, n, acc = [], x, abs(y), None
+    def mul(p: str, q: str) -> str:  # float16: every product rounded, as NumPy's float16 multiply
+        return f"ember_rh(ember_mul({p}, {q}))" if dtype == "float16" else f"ember_mul({p}, {q})"
+
+    base, n, acc = x, abs(y), None
     while n:
         if n & 1:
-            acc = base if acc is None else f"ember_mul({acc}, {base})"
+            acc = base if acc is None else mul(acc, base)
         n >>= 1
         if n:
-            base = f"ember_mul({base}, {base})"
+            base = mul(base, base)
     return f"({one} / {acc})" if y < 0 else acc
 
 
@@ -301,12 +305,18 @@ def _expression(name: str, params: dict[str, Any], a: list[str], ins: list[str],
     if name == "is_finite" and real:
         return f"isfinite({a[0]})"
     if name == "rsqrt" and real:
-        return f"({literal(1, d)} / {_float_call('sqrt', d, a[0])})"
+        root = _float_call("sqrt", d, a[0])
+        return f"({literal(1, d)} / {f'ember_rh({root})' if d == 'float16' else root})"
     if name == "logistic" and real:
+        if d == "float16":  # each step rounded to float16, as NumPy computes kernels.logistic
+            e = f"ember_rh(expf(-fabsf({a[0]})))"
+            return f"({a[0]} >= 0 ? ember_rh(1.0f / ember_rh(1.0f + {e})) : ember_rh({e} / ember_rh(1.0f + {e})))"
         return f"ember_logistic({a[0]})"
     if name == "round" and real:
         return _float_call("rint" if params.get("rounding_method") == 1 else "round", d, a[0])
     if name in ("pow", "atan2", "nextafter") and real:
+        if name == "nextafter" and d == "float16":
+            return None  # the next float16, not the next float
         return _float_call(name, d, a[0], a[1])
     if name == "integer_pow":
         return _integer_pow(a[0], int(params["y"]), d)
