@@ -25,14 +25,6 @@ def _is_group(item: Any) -> bool:
     return isinstance(item, (tuple, list)) and len(item) > 0 and all(isinstance(d, Dim) for d in item)
 
 
-def has_dims(index: Any) -> bool:
-    """Whether an index holds dims or DimArrays (then ember.dim does the indexing)."""
-    for item in index if isinstance(index, tuple) else (index,):
-        if isinstance(item, (Dim, DimArray)) or _is_group(item):
-            return True
-    return False
-
-
 def _bind_sizes(groups: list[tuple[int, tuple[Dim, ...]]], shape: tuple[int, ...]) -> dict[Dim, int]:
     """The size of every dim indexing an axis, checked against bound sizes and each other; nothing
     is bound until every check has passed."""
@@ -62,8 +54,9 @@ def _bind_sizes(groups: list[tuple[int, tuple[Dim, ...]]], shape: tuple[int, ...
                              f"{free[0].name}.size = n first")  # fmt: skip
         if free:
             if fixed == 0 or size % fixed:
-                raise ShapeError(f"cannot split axis {axis} of size {size} into dims {names}: the bound sizes multiply "
-                                 f"to {fixed}, which does not divide {size}, so '{free[0].name}' has no size")  # fmt: skip
+                raise ShapeError(f"cannot split axis {axis} of size {size} into dims {names}: the bound sizes "
+                                 f"multiply to {fixed}, which does not divide {size}, so '{free[0].name}' has no "
+                                 "size")  # fmt: skip
             bind(free[0], size // fixed, axis, "splitting")
         elif fixed != size:
             sizes = ", ".join(f"{d.name}={known(d)}" for d in group)

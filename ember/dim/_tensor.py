@@ -93,11 +93,13 @@ class DimArray:
 
     def __ember_refuse__(self, op: str) -> Exception:
         # Called by ember's conversion to a plain array (ember/core/array.py from_host).
+        name = op.split(".")[-1]
+        method = f"x.{name}()" if callable(getattr(DimArray, name, None)) else "a DimArray method (x.exp(), x.sum(dim))"
+        dims = ", ".join(d.name for d in self._dims)
         return ArgumentTypeError(
             f"{op}: got a DimArray with first-class dims {_names(self._dims)} (sizes "
-            f"{tuple(d.size for d in self._dims)}), but this function works on positional axes only; use the method "
-            f"(x.exp(), x.sum(dim)), ember.dim.lift({op.split('.')[-1]})(x), or x.order({', '.join(d.name for d in self._dims)}) to "
-            "make the dims positional first")
+            f"{tuple(d.size for d in self._dims)}), but this function works on positional axes only; use {method}, "
+            f"ember.dim.lift({name})(x) to batch it over the dims, or x.order({dims}) to make the dims positional")
 
     @staticmethod
     def __ember_index__(x: Any, index: Any) -> Any:
@@ -255,8 +257,10 @@ def _unary_method(name: str, fn: Callable[..., Any]) -> Callable[[DimArray], Dim
 for _name, _fn in _UNARY.items():
     setattr(DimArray, _name, _unary_method(_name, _fn))
 
-_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-           "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul}  # fmt: skip
+_BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
+}  # fmt: skip
 _COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
             "ne": operator.ne}  # fmt: skip
 
@@ -443,7 +447,10 @@ def _single_axis(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _along(x: DimArray, fn: Callable[..., Any], dim: Any, kwargs: dict) -> DimArray:
     d = _has(x, dim, getattr(fn, "__name__", "along").lstrip("_"))
     moved = order(x, [d])
-    out = apply(lambda v: fn(v, axis=0, **kwargs), moved) if isinstance(moved, DimArray) else fn(moved, axis=0, **kwargs)
+    if isinstance(moved, DimArray):
+        out = apply(lambda v: fn(v, axis=0, **kwargs), moved)
+    else:
+        out = fn(moved, axis=0, **kwargs)
     return out[d]
 
 
