@@ -444,6 +444,33 @@ def test_derivatives_made_from_constants_join_the_committed_input(name):
     _assert_same(out, reference)
 
 
+FROM_SHAPES = {  # results that read no value of their operands: a constant for the dtype, an empty operand's shortcut
+    "isnan_of_ints": lambda x: enp.isnan(x.astype("int32")),
+    "imag_of_floats": lambda x: enp.imag(x),
+    "unique_of_nothing": lambda x: enp.unique(x[:0], return_counts=True),
+    "isin_of_nothing": lambda x: enp.isin(x, x[:0]),
+    "tril_indices_from": lambda x: enp.tril_indices_from(x),
+    "matrix_power_0": lambda x: enp.linalg.matrix_power(x, 0),
+    "vmap_axis_index": lambda x: ember.vmap(lambda r: lax.axis_index("i"), axis_name="i")(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FROM_SHAPES))
+def test_results_made_from_shapes_stay_on_the_operands_device(name):
+    reference = FROM_SHAPES[name](enp.asarray(A))
+    out = FROM_SHAPES[name](on(A, 1))
+    assert_on(out, 1)
+    _assert_same(out, reference)
+    with ember.default_device("cpu:2"):
+        x = enp.asarray(A)  # uncommitted, on cpu:2
+    assert_on(FROM_SHAPES[name](x), 2, committed=False)
+
+
+def test_results_made_from_shapes_of_operands_on_two_devices_raise():
+    with pytest.raises(DeviceError, match=r"^isin: .*on cpu:1.*on cpu:3.*ember\.device_put"):
+        enp.isin(on(A, 1), on(B[:0], 3))
+
+
 # --- random -------------------------------------------------------------------------------------------------
 
 
