@@ -150,6 +150,22 @@ def test_pixel_shuffle():
     close(pixel_shuffle(enp.asarray(img), 2), want)
 
 
+def test_multi_head_attention_splits_and_flattens_heads():
+    q, k, v = rand(2, 5, 6), rand(2, 4, 6), rand(2, 4, 6)
+
+    def mha(q, k, v, heads_n):
+        batch, query, key, heads, features = dims()
+        heads.size = heads_n
+        q, k, v = q[batch, query, [heads, features]], k[batch, key, [heads, features]], v[batch, key, [heads, features]]
+        probs = ((q * k).sum(features) * features.size**-0.5).softmax(key)
+        return (probs * v).sum(key).order(batch, query, [heads, features])
+
+    qh, kh, vh = (x.reshape(2, -1, 3, 2) for x in (q, k, v))
+    p = np_softmax(np.einsum("bqhf,bkhf->bhqk", qh, kh) / np.sqrt(2), 3)
+    want = np.einsum("bhqk,bkhf->bqhf", p, vh).reshape(2, 5, 6)
+    close(mha(*map(enp.asarray, (q, k, v)), 3), want)
+
+
 def test_order_transposes_and_keeps_positional_axes():
     B = rand(3, 4, 5)
     i, j = dims()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ember import numpy as enp
+from ember._traceback import api_boundary
 from ember.core.array import Array
 from ember.core.pytree import register_node, tree_flatten, tree_map, tree_unflatten
 from ember.dim._dim import Dim
@@ -278,6 +279,18 @@ def _install_operators() -> None:
 
 
 _install_operators()
+
+
+def _install_boundaries() -> None:
+    # As Array's operators are: an error leaving a method has ember's frames dropped (ember/_traceback.py).
+    for name, value in list(vars(DimArray).items()):
+        public = not name.startswith("_") or name in ("__getitem__", *(f"__{n}__" for n in (*_BINARY, *_COMPARE)),
+                                                      *(f"__r{n}__" for n in _BINARY), "__neg__", "__abs__")
+        if public and callable(value) and not isinstance(value, (staticmethod, property)):
+            setattr(DimArray, name, api_boundary(value))
+
+
+_install_boundaries()
 
 register_node(DimArray, lambda x: ((x._value,), x._dims), lambda ds, children: DimArray(children[0], ds))
 
