@@ -25,7 +25,7 @@ from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
-from ember.numpy._core import ArrayLike, promote_args, promote_inexact
+from ember.numpy._core import ArrayLike, full_for, promote_args, promote_inexact
 from ember.numpy._math import _back, _const, _no_complex, _real_inexact, _select, _weak_as, _work
 from ember.numpy._ufuncs import _doc, floor_divide, isinf
 from ember.transforms.custom import custom_jvp
@@ -138,7 +138,7 @@ def _round_integer(x: Array, places: int) -> Array:
     # Exact: split x = q * 10**places + r with 0 <= r < 10**places, then round q half to even.
     factor = 10**places
     if factor > np.iinfo(x.dtype).max:
-        return lax.full(x.shape, 0, x.dtype)
+        return full_for("round", x.shape, 0, x.dtype, x)
     f = _const(x, factor)
     q = floor_divide(x, f)
     r = ew.sub_p.bind(x, ew.mul_p.bind(q, f))

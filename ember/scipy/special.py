@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as _np
-
 from ember import lax
 from ember.core import dtypes as _dtypes
 from ember.core.array import Array
-from ember.core.array import wrap as _wrap
 from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
 from ember.errors import DTypeError
 from ember.lax._convert import convert as _convert
@@ -40,9 +37,8 @@ def _inexact(op: str, *args: ArrayLike, real: bool = False) -> list[Array]:
 
 
 def _full_like(x: Array, value) -> Array:
-    # With x's weak type, as JAX's constants here: xlogy(2.0, 3.0) stays weakly typed.
-    c = _wrap(_np.asarray(value, x.dtype), x.weak_type)
-    return c if x.shape == () else lax.broadcast_in_dim(c, x.shape, ())
+    # With x's weak type, as JAX's constants here: xlogy(2.0, 3.0) stays weakly typed; on x's device.
+    return _core.full_for("", x.shape, value, x.dtype, x, weak=x.weak_type)
 
 
 def _isnan(x: Array) -> Array:
