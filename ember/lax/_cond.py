@@ -63,7 +63,7 @@ def _bind(index: Any, consts: list, args: Sequence[Any], programs: list, linear:
 
 
 def _cond_raw(index: Any, *buffers: Any, branches: tuple[Fn, ...], linear: tuple) -> list:
-    return run(branches[min(max(int(index), 0), len(branches) - 1)], buffers)
+    return run(branches[min(max(int(index), 0), len(branches) - 1)], buffers)  # a GPU index is read on the host
 
 
 raw_impls[cond_p] = _cond_raw

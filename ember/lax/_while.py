@@ -85,7 +85,7 @@ def _split(seq: Sequence[Any], *sizes: int) -> list[list[Any]]:
 
 def _while_raw(*bufs: Any, cond: Fn, body: Fn, n_cc: int, n_bc: int) -> list:
     cc, bc, carry = _split(bufs, n_cc, n_bc)
-    while run(cond, [*cc, *carry])[0]:
+    while run(cond, [*cc, *carry])[0]:  # on a GPU, reading the predicate copies it to the host: a sync per step
         carry = run(body, [*bc, *carry])
     return carry
 
