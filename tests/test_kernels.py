@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember import lax
+from ember.backends.kernels import make_kernels
 
 RNG = np.random.default_rng(0)
 
@@ -62,3 +65,34 @@ def test_a_ufunc_over_a_transposed_operand_lets_numpy_lay_out_its_result():
     for a in (x, x.T.copy().T, np.asfortranarray(x)):
         got = jitted(enp.asarray(a), enp.asarray(x))
         assert np.asarray(got).tobytes() == (a * x + np.float32(1.0)).tobytes()
+
+
+def _layouts(shape, make):
+    # the views vmap and jit hand a kernel: contiguous, transposed, broadcast (a vmapped constant or
+    # mask), one value broadcast (relu's 0), reversed and sliced
+    yield make(shape)
+    yield make(shape[::-1]).transpose(2, 1, 0)
+    yield make((shape[1], shape[2], shape[0])).transpose(2, 0, 1)
+    yield np.broadcast_to(make((1, *shape[1:])), shape)
+    yield np.broadcast_to(make((*shape[:2], 1)), shape)
+    yield np.broadcast_to(make(()), shape)
+    yield make(shape)[::-1]
+    yield make((*shape[:2], 2 * shape[2]))[:, :, ::2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.complex64])
+def test_select_n_kernel_on_views_has_the_bits_of_numpy_where(dtype):
+    shape = (6, 40, 30)  # from 4096 elements: bits picked by integer masks, passes chosen by layout
+    select_n = make_kernels(np)["select_n"]
+
+    def case(s):
+        x = (RNG.standard_normal(s) * 3).astype(dtype)
+        x.flat[0] = np.nan
+        return x
+
+    masks = list(_layouts(shape, lambda s: RNG.random(s) > 0.5))
+    for which, a, b in itertools.product(masks, _layouts(shape, case), [*_layouts(shape, case), np.broadcast_to(np.zeros((), dtype), shape)]):
+        want = np.where(which, a, b)
+        out = np.empty(shape, dtype)
+        for got in (select_n(which, b, a), select_n(which, b, a, out=out)):
+            assert got.dtype == want.dtype and np.ascontiguousarray(got).tobytes() == want.tobytes()

@@ -181,18 +181,59 @@ _BRANCHLESS_MIN = 4096
 
 
 def _select_bits(which, on_true, on_false, out=None):
-    """``where(which, on_true, on_false)`` without branches, for 2-, 4- and 8-byte elements: every
-    element is ``(t & m) | (f & ~m)`` on the bits, with m all ones where `which` holds, so the result
-    has exactly the bits of the chosen operand. `out`, when given, is a buffer of the result's shape
-    and dtype to write into."""
+    """``where(which, on_true, on_false)`` without branches, for 2-, 4- and 8-byte elements, so the
+    result has exactly the bits of the chosen operand: on the bits, ``a ^ ((a ^ b) & m)`` with m all
+    ones where b is chosen. `out`, when given, is a C-ordered buffer of the result's shape and dtype
+    to write into.
+
+    The passes are few and follow memory: `a` (read twice) is an operand laid out like the result;
+    the mask is made on `which`'s own elements (a mask broadcast over vmapped axes stays small); a
+    case of one value (relu's 0) takes a single pass, ``b & m``. Operands laid out alike but not in C
+    order (transposed views) are worked on in their order, with one copy into `out` at the end."""
     dtype = on_false.dtype
     ints = _SIGNED_OF[dtype.itemsize]
-    mask = which.view(np.uint8).astype(ints)
-    np.negative(mask, out=mask)  # 1 -> all ones
-    out = np.bitwise_and(np.broadcast_to(on_true, mask.shape).view(ints), mask, out=None if out is None else out.view(ints))
-    np.invert(mask, out=mask)
-    np.bitwise_and(np.broadcast_to(on_false, mask.shape).view(ints), mask, out=mask)
-    return np.bitwise_or(out, mask, out=out).view(dtype)
+    if not which.shape == on_true.shape == on_false.shape:
+        shape = np.broadcast_shapes(which.shape, on_true.shape, on_false.shape)
+        which, on_true, on_false = (np.broadcast_to(x, shape) for x in (which, on_true, on_false))
+    t, f = on_true.view(ints), on_false.view(ints)
+    t_one, f_one = not any(t.strides), not any(f.strides)  # one value broadcast
+    a_is_f = f_one if t_one or f_one else f.flags.c_contiguous or not t.flags.c_contiguous
+    a, b = (f, t) if a_is_f else (t, f)
+    one_value = not any(a.strides)
+    lead = b if one_value else a
+    perm = None if lead.flags.c_contiguous or (out is not None and one_value) else _c_order_of(lead)
+    if perm is not None:
+        res = _select_bits(which.transpose(perm), on_true.transpose(perm), on_false.transpose(perm))
+        if out is None:
+            return res.transpose(np.argsort(perm))
+        np.copyto(out.transpose(perm), res)
+        return out
+    pick_b = _mask_of(which, ints, invert=not a_is_f)
+    res = None if out is None else out.view(ints)
+    if one_value:
+        res = np.bitwise_and(b, pick_b, out=res)
+        if a.flat[0]:
+            np.bitwise_or(res, np.bitwise_and(a.flat[0], np.invert(pick_b)), out=res)
+    else:
+        res = np.bitwise_xor(a, b, out=res)
+        np.bitwise_and(res, pick_b, out=res)
+        np.bitwise_xor(res, a, out=res)
+    return out if out is not None else res.view(dtype)
+
+
+def _mask_of(which, ints, invert):
+    """All ones (of integer type `ints`) where `which` holds, or where it does not with `invert`, in C
+    order; made on which's own elements, the axes it is broadcast along (stride 0) kept of length one."""
+    if 0 in which.strides:
+        which = which[tuple(slice(None) if s else slice(0, 1) for s in which.strides)]
+    mask = np.negative(which.view(np.int8), dtype=ints, order="C")  # 1 -> all ones
+    return np.invert(mask, out=mask) if invert else mask
+
+
+def _c_order_of(x):
+    """The axis order in which strided view `x` is C-contiguous (a transposed array), or None."""
+    perm = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    return perm if x.transpose(perm).flags.c_contiguous else None
 
 
 def _int_div(xp, x, y):
