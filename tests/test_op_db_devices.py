@@ -21,9 +21,11 @@ in turn (entry k of those with more integer dtypes runs the k-th of them, cyclic
 int64, uint16, uint32, uint64): about 2600 cells, ~25 s on two idle cores. ``pytest
 -m full`` runs every dtype of every entry.
 
-Results made from shapes alone may be uncommitted on the default device, as in JAX (SHAPE_ONLY); entries
-whose results are not yet placed where they should be are listed in NOT_PLACED, with why: their cells
-still check every value, and expect (xfail) the placement failure until it is fixed.
+Results made from the operands' shapes alone (a constant for the dtype, an empty operand's shortcut, index
+helpers) are on the operands' device like any other; only a ``*_like`` call with another shape= makes a new
+array on the default device, as in JAX (SHAPE_ONLY). Entries whose results are not yet placed where they
+should be would be listed in NOT_PLACED, with why: their cells still check every value, and expect (xfail)
+the placement failure until it is fixed.
 """
 
 from __future__ import annotations
@@ -57,19 +59,16 @@ def two_cpu_devices():
     ember.config.update("num_cpu_devices", before)
 
 
-# Results made from the operands' shapes alone go to the default device, uncommitted, as in JAX (whose
-# full_like puts its result on the operand's device only when it has the operand's shape): for these
-# entries an output may be there instead (it then follows committed operands into later operations).
+# A *_like call with shape= other than the operand's makes a new array on the default device, uncommitted,
+# as in JAX (whose full_like keeps the operand's device only for the operand's shape): for these entries an
+# output may be there instead (it then follows committed operands into later operations).
 SHAPE_ONLY = dict.fromkeys(["enp.zeros_like", "enp.ones_like", "enp.full_like", "enp.empty_like"],
                            "shape= other than the operand's: a new array, as JAX's full_like makes")
 
-_EMPTY = "an empty operand (or result) takes a shortcut that makes the result on the default device"
-_CONSTANT = ("for this dtype the result does not read the values: a constant made on the default device "
-             "(JAX's full_like puts it on the operand's device)")  # fmt: skip
-
 # Entries whose results are not yet on their operands' device: name -> (the dtype kinds it happens for,
 # why). Their cells still check every value; the placement failure is an expected one (xfail), and a
-# cell whose results are all placed fails until its line goes.
+# cell whose results are all placed fails until its line goes. None now: constants and shortcuts are made
+# where their operands are (ember.numpy._core.full_for, ember.core.transfer.follow).
 NOT_PLACED: dict[str, tuple[str, str]] = {}
 
 
