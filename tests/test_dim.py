@@ -166,6 +166,21 @@ def test_multi_head_attention_splits_and_flattens_heads():
     close(mha(*map(enp.asarray, (q, k, v)), 3), want)
 
 
+def test_a_product_then_a_sum_is_one_contraction():
+    A, B = rand(3, 4), rand(4, 5)
+    ir = str(ember.make_ir(mm)(enp.asarray(A), enp.asarray(B)))
+    assert "dot_general" in ir and "reduce_sum" not in ir and "mul" not in ir
+    i, j, k = dims()
+    prod = enp.asarray(A)[i, k] * enp.asarray(B)[k, j]
+    close(prod.sum((i, j)).order(k), np.einsum("ik,kj->k", A, B))
+    close(prod.sum((i, j, k)), np.einsum("ik,kj->", A, B))
+    close(prod.exp().order(i, k, j), np.exp(A[:, :, None] * B[None]))  # read as a product when not summed
+    close(prod.sum(k).order(i, j), A @ B)  # after being read, the sum reduces the stored product
+    out = ember.jit(lambda a, b: a[i, k] * b[k, j])(enp.asarray(A), enp.asarray(B))  # returned unsummed: a pytree
+    assert isinstance(out, DimArray) and out.dims == (i, j, k)
+    close(out.order(i, j, k), A[:, None, :] * B.T[None])
+
+
 def test_order_transposes_and_keeps_positional_axes():
     B = rand(3, 4, 5)
     i, j = dims()

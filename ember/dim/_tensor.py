@@ -16,6 +16,7 @@ out_axes puts its dim back before the inner ones.
 from __future__ import annotations
 
 import operator
+import string
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -270,6 +271,8 @@ def _install_operators() -> None:
     for name, op in _BINARY.items():
         setattr(DimArray, f"__{name}__", lambda self, other, op=op: apply(op, self, other))
         setattr(DimArray, f"__r{name}__", lambda self, other, op=op: apply(op, other, self))
+    DimArray.__mul__ = lambda self, other: _multiply(self, other)
+    DimArray.__rmul__ = lambda self, other: _multiply(other, self)
     for name, op in _COMPARE.items():
         setattr(DimArray, f"__{name}__", lambda self, other, op=op: apply(op, self, other))
     DimArray.__neg__ = lambda self: apply(operator.neg, self)
@@ -292,7 +295,55 @@ def _install_boundaries() -> None:
 
 _install_boundaries()
 
-register_node(DimArray, lambda x: ((x._value,), x._dims), lambda ds, children: DimArray(children[0], ds))
+# --- products kept for a following sum ---------------------------------------------------------------
+
+_VALUE_SLOT = DimArray.__dict__["_value"]
+
+
+class _Product(DimArray):
+    """``a * b`` of two DimArrays without positional axes, evaluated only when read: a sum over dims that
+    follows it (``(A[i, k] * B[k, j]).sum(k)``) becomes one contraction (``enp.einsum``, so a matrix
+    product) instead of a broadcast product and a reduction, as functorch.dim does."""
+
+    __slots__ = ("_factors",)
+
+    def __init__(self, a: DimArray, b: DimArray):
+        self._factors = (a, b)
+        self._dims = _sorted(a._dims + b._dims)
+
+    @property
+    def _value(self) -> Any:  # type: ignore[override]
+        try:
+            return _VALUE_SLOT.__get__(self)
+        except AttributeError:
+            value = apply(operator.mul, *self._factors)._value
+            _VALUE_SLOT.__set__(self, value)
+            return value
+
+
+def _multiply(a: Any, b: Any) -> Any:
+    if (isinstance(a, DimArray) and isinstance(b, DimArray) and a.ndim == 0 and b.ndim == 0
+            and a.dtype == b.dtype and a.dtype.kind in "fc"):  # fmt: skip
+        return _Product(a, b)
+    return apply(operator.mul, a, b)
+
+
+def _contract(x: _Product, summed: Sequence[Dim]) -> Any:
+    """``x.sum(summed)`` of a product not yet evaluated, as one einsum of its factors."""
+    letters = {d: string.ascii_letters[k] for k, d in enumerate(x._dims)}
+    out = [d for d in x._dims if d not in summed]
+    a, b = x._factors
+    spec = "".join(letters[d] for d in a._dims) + "," + "".join(letters[d] for d in b._dims) + "->"
+    value = enp.einsum(spec + "".join(letters[d] for d in out), a._value, b._value)
+    return DimArray(value, out) if out else value
+
+
+def _flatten(x: DimArray) -> tuple[tuple[Any], tuple[Dim, ...]]:
+    return (x._value,), x._dims
+
+
+register_node(DimArray, _flatten, lambda ds, children: DimArray(children[0], ds))
+register_node(_Product, _flatten, lambda ds, children: DimArray(children[0], ds))
 
 
 # --- apply -------------------------------------------------------------------------------------------
@@ -437,6 +488,11 @@ def _reduce(x: DimArray, fn: Callable[..., Any], dim: Any, kwargs: dict) -> Any:
     if dim is None:
         return apply(lambda v: fn(v, **kwargs), x)
     ds, ints = _split_axes(x, dim, name)
+    if fn is enp.sum and not ints and not kwargs and type(x) is _Product and len(x._dims) <= 52:
+        try:
+            _VALUE_SLOT.__get__(x)
+        except AttributeError:  # not evaluated yet: contract
+            return _contract(x, ds)
     if ds and kwargs.get("keepdims"):
         raise InvalidArgumentError(f"{name}: keepdims=True cannot keep a reduced dim ({_names(ds)}); reduce "
                                    "positional axes only, or bind the result again")  # fmt: skip
