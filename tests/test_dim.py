@@ -316,6 +316,11 @@ def test_dim_array_is_a_pytree_through_transforms():
     g = ember.grad(lambda d: (d * d).sum(i).sum())(x)
     assert isinstance(g, DimArray) and g.dims == (i,)
     close(g.order(i), 2 * np.asarray(x.order(i)))
+    # vmap over a DimArray argument maps a positional axis; the dims stay dims.
+    xs = enp.asarray(rand(4, 3))[:, i]  # positional (4,), dim i
+    per_row = ember.vmap(lambda d: (d * d).sum(i))(xs)
+    close(per_row, (np.asarray(xs.order(i)) ** 2).sum(0))
+    close((np.ones(4, np.float32) * xs).order(i), np.asarray(xs.order(i)))  # a NumPy operand defers to the DimArray
     # vmap adds a positional axis: the dims stay dims.
     stacked = ember.vmap(lambda v: v[i] * 1.0)(enp.asarray(rand(4, 3)))
     assert isinstance(stacked, DimArray) and stacked.shape == (4,) and stacked.dims == (i,)
@@ -349,6 +354,15 @@ def test_unbound_sizes_that_cannot_be_inferred():
         k.size  # noqa: B018
     with pytest.raises(EmberIndexError, match=r"write x\[\(i, j\),\] \(note the comma\)"):
         enp.ones(6)[i, j]
+
+
+def test_dims_arguments():
+    with pytest.raises(InvalidArgumentError, match=r"dims: n=3 but 2 sizes were given"):
+        dims(3, sizes=[1, 2])
+    with pytest.raises(InvalidArgumentError, match=r"dims: cannot tell how many dims to make"):
+        print(dims())
+    with pytest.raises(InvalidArgumentError, match=r"dim 'i': a size must be a non-negative int, got -1"):
+        Dim("i").size = -1
 
 
 def test_dim_array_reaching_a_positional_function():

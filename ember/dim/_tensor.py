@@ -57,6 +57,7 @@ class DimArray:
     """
 
     __slots__ = ("_dims", "_value")
+    __array_ufunc__ = None  # `ndarray * x` defers to x.__rmul__ rather than looping over x as an object
 
     def __init__(self, value: Any, dims: Sequence[Dim]):
         self._value = value
