@@ -135,16 +135,21 @@ class Primitive:
 
 def result_place(name: str, args: Sequence[Array]) -> Any:
     """Where an operation on `args` runs and leaves its result: the device its committed operands are
-    on (committed there too), else the first operand's, else the default device's. Operands committed
-    to two devices, or a device no longer present, raise `DeviceError` naming operation `name`."""
-    place = _devices.current.place
+    on (committed there too), else that of an uncommitted operand away from the default device (an
+    array from a GPU library meeting a Python scalar stays on its GPU), else the default device.
+    Operands committed to two devices, or a device no longer present, raise `DeviceError` naming
+    operation `name`."""
+    default = _devices.current.place
+    committed = elsewhere = None
     for x in args:
-        if x._place.committed:
-            if place.committed and x._place is not place:
+        place = x._place
+        if place.committed:
+            if committed is not None and place is not committed:
                 raise _mixed_devices(name, args)
-            place = x._place
-    if not place.committed and args:
-        place = args[0]._place
+            committed = place
+        elif elsewhere is None and place is not default:
+            elsewhere = place
+    place = committed or elsewhere or default
     _devices.check_present(place.device, name)
     return place
 
