@@ -2,7 +2,8 @@
 
 A workload is a name plus a ``setup(env)`` function that builds its inputs and
 returns ``{implementation: zero-argument callable}``. ``"numpy"`` (hand-written
-NumPy, the baseline) and ``"ember"`` are required; ``"torch"`` and ``"jax"`` are
+NumPy, the baseline; or ``"torch"`` for a workload registered with
+``reference="torch"``) and ``"ember"`` are required; ``"torch"`` and ``"jax"`` are
 added only when ``env.torch`` / ``env.jnp`` are not None (the package imports
 and was not excluded with ``--impls``). Each callable does one unit of work and
 returns its result, so the runner can also check that every implementation
@@ -57,7 +58,7 @@ class Workload:
     description: str = ""
     #: ember/numpy ratio the design targets (shown in the table; never asserted).
     target: float | None = None
-    #: tolerances for the output check against NumPy (float32 defaults).
+    #: tolerances for the output check against the reference (float32 defaults).
     rtol: float = 1e-5
     atol: float = 1e-6
     tags: tuple[str, ...] = field(default_factory=tuple)
@@ -66,6 +67,9 @@ class Workload:
     #: bytes one call must at least read and write, as a function of the Env (sizes shrink under
     #: ``env.smoke``): the runner reports bytes / time as GB/s next to the copy bandwidth.
     bytes_moved: Callable[[Env], int] | None = None
+    #: the implementation whose result the others are checked against: NumPy, or "torch" where no NumPy
+    #: version is natural (the torch.func tutorials); built, though not timed, when ``--impls`` leaves it out.
+    reference: str = BASELINE
 
 
 #: name -> Workload, in registration order.

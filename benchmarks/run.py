@@ -122,9 +122,11 @@ def compare(expected: Any, got: Any, *, rtol: float, atol: float, check_dtype: b
 
 
 def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> dict[str, str]:
-    """impl -> "ok" | "mismatch: why" | "error: what it raised": each result against NumPy's, and (with `env`)
-    on the run's device. One result at a time besides NumPy's, so large ones are not all held at once."""
+    """impl -> "ok" | "mismatch: why" | "error: what it raised": each result against the workload's reference
+    (NumPy's, or torch's: ``Workload.reference``), and (with `env`) on the run's device. One result at a time
+    besides the reference's, so large ones are not all held at once."""
     report: dict[str, str] = {}
+    ref = w.reference
 
     def result(name: str) -> Any:
         try:
@@ -135,9 +137,9 @@ def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> d
             report[name] = f"error: {type(e).__name__}: {e}".splitlines()[0][:200]
             return None, None
 
-    base, _ = result(BASELINE) if BASELINE in impls else (None, None)
+    base, _ = result(ref) if ref in impls else (None, None)
     for name in impls:
-        if name == BASELINE:
+        if name == ref:
             report.setdefault(name, "ok")
             continue
         val, where = result(name)
@@ -145,10 +147,10 @@ def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> d
             continue
         if where is not None:
             report[name] = f"mismatch: {where}"
-        elif BASELINE not in impls or BASELINE in report and report[BASELINE] != "ok":
+        elif ref not in impls or ref in report and report[ref] != "ok":
             report[name] = "ok"
         else:
-            # peers may pick other dtypes for scalars etc.; ember must match NumPy exactly
+            # peers may pick other dtypes for scalars etc.; ember must match the reference exactly
             msg = compare(base, val, rtol=w.rtol, atol=w.atol, check_dtype=(name == "ember"))
             report[name] = "ok" if msg is None else f"mismatch: {msg}"
         del val
@@ -161,8 +163,8 @@ def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> d
 def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtract_overhead: bool = True,
                  check: bool = True, timed: Iterable[str] | None = None, reference: str = BASELINE,
                  warmup: int = 3) -> Row:
-    """Check and time one workload. `timed`: the implementations to time (default: every one built; NumPy is
-    built regardless, as the reference of the check); ratios are to `reference`."""
+    """Check and time one workload. `timed`: the implementations to time (default: every one built; the
+    workload's reference, NumPy or torch, is built regardless, for the check); ratios are to `reference`."""
     row = Row(name=w.name, family=w.family, description=w.description, target=w.target, reference=reference)
     try:
         impls = dict(w.setup(env))
@@ -174,8 +176,9 @@ def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtrac
         row.error = f"unknown implementation(s) {unknown}: add them to registry.IMPLEMENTATIONS"
         return row
     impls = {k: v for k, v in impls.items() if env.wants(k)}
-    if BASELINE not in impls:
-        row.error = f"workload has no {BASELINE!r} implementation"
+    if w.reference not in impls:
+        why = env.missing.get(w.reference)
+        row.error = f"workload has no {w.reference!r} implementation" + (f" (the reference: {why})" if why else "")
         return row
     # on a device, a timed call waits for the work it started (ember, torch and JAX return before it is done)
     impls = {k: _synced(env, k, f) if env.needs_sync(k) else f for k, f in impls.items()}
@@ -231,9 +234,10 @@ def _ember_default_device(env: Env) -> Any:
 
 
 def default_reference(timed: Iterable[str]) -> str | None:
-    """What the ratios are to: NumPy when it is timed, else JAX (the GPU targets are against JAX-on-GPU)."""
+    """What the ratios are to: NumPy when it is timed, else JAX (the GPU targets are against JAX-on-GPU), else
+    torch (the tutorials suite: ember against torch.func)."""
     timed = list(timed)
-    return BASELINE if BASELINE in timed else "jax" if "jax" in timed else None
+    return next((ref for ref in (BASELINE, "jax", "torch") if ref in timed), None)
 
 
 def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: Iterable[str] | None = None,
@@ -255,10 +259,13 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
     if target_ms is not None:
         cfg["target_s"] = target_ms / 1e3
     timed = tuple(impls) if impls is not None else tuple(IMPLEMENTATIONS)
-    env = Env(tuple(dict.fromkeys((BASELINE, *timed))), device=device, smoke=smoke)
     workloads = select(patterns, suite=suite)
+    # every workload's reference is built for the check, timed or not
+    env = Env(tuple(dict.fromkeys((BASELINE, *timed, *(w.reference for w in workloads)))), device=device, smoke=smoke)
     host_only = [w.name for w in workloads if HOST in w.tags and env.device != "cpu"]
-    workloads = [w for w in workloads if w.name not in host_only]
+    # a workload checked against torch (no NumPy version) needs torch: without it, it is skipped, as a peer is
+    no_reference = [w.name for w in workloads if w.reference != BASELINE and not env.available(w.reference)]
+    workloads = [w for w in workloads if w.name not in host_only and w.name not in no_reference]
     # import the optional peers up front so the columns are known before the first row
     present = [i for i in IMPLEMENTATIONS if i in timed and env.available(i)]
     reference = reference if reference is not None else default_reference(present)
@@ -280,6 +287,7 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
         "suite": suite,
         "reference": reference,
         "host_only": host_only,
+        "no_reference": no_reference,
     }
     table = _Table(present, out, reference)
     table.header(meta)
@@ -312,6 +320,14 @@ def fmt_time(s: float | None) -> str:
         if s >= scale:
             return f"{s / scale:.3g} {unit}"
     return f"{s / 1e-9:.3g} ns"
+
+
+def ratio_cell(q: dict[str, float]) -> str:
+    """``median (min)``: two decimals, or two significant digits below 0.1 (a ratio of 0.004 is not 0.00)."""
+    def fmt(x: float) -> str:
+        return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+    return f"{fmt(q['median'])} ({fmt(q['min'])})"
 
 
 def _short(impl: str | None) -> str:
@@ -394,7 +410,7 @@ class _Table:
         cells = [r.name, r.description[:26]] + [time_cell(r, i) for i in self.impls]
         for i in self.peers:
             q = r.ratios.get(i)
-            cells.append(f"{q['median']:.2f} ({q['min']:.2f})" if q else "-")
+            cells.append(ratio_cell(q) if q else "-")
         cells.append(target_cell(r))
         self._p(self._line(cells))
 
@@ -403,7 +419,7 @@ class _Table:
             self._p(f"# {line}")
         notes = check_notes(rows)
         if notes:
-            self._p("# '!' = output differs from NumPy, 'error' = raised (not timed):")
+            self._p(f"# {CHECK_LEGEND}:")
             for n in notes:
                 self._p(f"# {n}")
 
@@ -418,6 +434,8 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
     lines += [f"{k}: skipped, {why}" for k, why in meta["missing"].items()]
     if meta.get("host_only"):
         lines.append(f"not run on {meta['device']} (they measure host-side work): {', '.join(meta['host_only'])}")
+    if meta.get("no_reference"):
+        lines.append(f"skipped, their reference (torch) is not available: {', '.join(meta['no_reference'])}")
     if meta.get("smoke"):
         lines.append("smoke run: shrunken sizes, times mean nothing")
     ref = meta.get("reference", BASELINE)
@@ -426,6 +444,10 @@ def header_lines(meta: dict[str, Any]) -> list[str]:
                  + (f" Times: median per call. Ratios to {'NumPy' if ref == BASELINE else ref}: median of"
                     " per-round ratios (ratio of minima)." if ref else " Times: median per call."))
     return lines
+
+
+CHECK_LEGEND = "'!' = output differs from the reference (NumPy's; torch's where there is no NumPy version), " \
+               "'error' = raised (not timed)"
 
 
 def check_notes(rows: list[Row]) -> list[str]:
@@ -444,13 +466,13 @@ def markdown(meta: dict[str, Any], rows: list[Row], impls: list[str], reference:
             out.append(f"| {r.name} | {r.error} |" + " |" * (len(head) - 2))
             continue
         cells = [r.name, r.description] + [time_cell(r, i) for i in impls]
-        cells += [f"{q['median']:.2f} ({q['min']:.2f})" if (q := r.ratios.get(i)) else "-" for i in peers]
+        cells += [ratio_cell(q) if (q := r.ratios.get(i)) else "-" for i in peers]
         cells.append(target_cell(r))
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     extra = [f"- {line}" for line in bandwidth_lines(rows, impls, meta.get("device", "cpu").startswith("cuda"))]
     notes = check_notes(rows)
     if notes:
-        extra += ["- '!' = output differs from NumPy, 'error' = raised (not timed):"] + [f"  - {n}" for n in notes]
+        extra += [f"- {CHECK_LEGEND}:"] + [f"  - {n}" for n in notes]
     return "\n".join(out + ([""] + extra if extra else [])) + "\n"
 
 

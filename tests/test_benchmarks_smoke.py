@@ -48,6 +48,8 @@ def test_selection():
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_ember_output_matches_numpy(name):
     w = WORKLOADS[name]
+    if w.reference != "numpy":
+        pytest.skip(f"checked against {w.reference} by test_tutorials_suite")
     if "needs_torch" in w.tags:
         pytest.importorskip("torch")
     impls = w.setup(Env(("numpy", "ember", "ember_jit"), smoke=True))  # smoke: the large workloads shrink
@@ -166,3 +168,53 @@ def test_cuda_without_a_gpu_says_so(capsys):
     assert "--device cuda: ember finds 0 CUDA GPU(s) here" in err and "leave --device out" in err
     assert brun.main(["--device", "tpu"]) == 2
     assert "--device 'tpu': write cpu, cpu:N, cuda or cuda:N" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the tutorials suite (issue 18)
+
+TUTORIALS = [name for name, w in WORKLOADS.items() if "tutorials" in w.tags]
+
+
+@pytest.fixture
+def torch_threads_restored():
+    """The tutorials run torch single-threaded; give the tests after this one torch's thread count back."""
+    try:
+        import torch
+    except ImportError:
+        yield None
+        return
+    n = torch.get_num_threads()
+    yield torch
+    torch.set_num_threads(n)
+
+
+def test_tutorials_suite(torch_threads_restored):
+    """Every tutorial notebook's central computation, at smoke sizes: ember eager and jit agree with the
+    reference (NumPy's, or torch.func's where there is no NumPy version); without torch, with each other and
+    with NumPy where there is one. Then the runner's table: ratios to torch when NumPy is not timed."""
+    assert len(TUTORIALS) >= 13 and "tut_maml_meta_grad" in TUTORIALS
+    assert {w.name for w in brun.select(None, suite="tutorials")} == set(TUTORIALS)
+    torch = torch_threads_restored
+    for name in TUTORIALS:
+        w = WORKLOADS[name]
+        impls = w.setup(Env(("numpy", "ember", "ember_jit") + (("torch",) if torch else ()), smoke=True))
+        assert {"ember", "ember_jit"} <= set(impls), (name, sorted(impls))
+        if torch is not None:
+            assert brun.check_impls(w, impls) == dict.fromkeys(impls, "ok"), name
+            continue
+        if w.reference == "numpy":
+            assert brun.check_impls(w, impls) == dict.fromkeys(impls, "ok"), name
+        msg = brun.compare(to_numpy(impls["ember"]()), to_numpy(impls["ember_jit"]()), rtol=w.rtol, atol=w.atol)
+        assert msg is None, (name, msg)
+    if torch is None:
+        rows = brun.run(["tut_hvp_fwd_over_rev", "tut_bn_pe_grads"], smoke=True, impls=["ember"], out=None)
+        assert [r.name for r in rows] == ["tut_hvp_fwd_over_rev"]  # the other needs torch, its reference
+        return
+    rows = brun.run(["tut_hvp_fwd_over_rev", "tut_bn_pe_grads"], smoke=True, impls=["ember", "ember_jit", "torch"],
+                    out=None)  # fmt: skip
+    for row in rows:
+        assert row.error is None and set(row.check.values()) == {"ok"}, (row.name, row.check)
+        assert row.reference == "torch" and set(row.ratios) == {"ember", "ember_jit"}
+    # the NumPy reference of the HVP is checked though not timed; the batch-norm CNN's reference is torch, timed
+    assert set(rows[0].check) == {"numpy", "ember", "ember_jit", "torch"} and "numpy" not in rows[0].times
+    assert set(rows[1].check) == {"ember", "ember_jit", "torch"}
