@@ -590,11 +590,12 @@ def test_jit_on_cuda_equals_jit_on_cpu(gpu, name):
     for g, w in zip(got, want):
         assert g.device == ember.devices("cuda")[0]
         g, w = np.asarray(g), np.asarray(w)
-        if exact:
-            _same(g, w, exact)
-        else:  # transcendental functions and reduction orders differ from NumPy's in the last bits
+        if exact and w.dtype.kind in "biu":
+            _same(g, w, exact=True)
+        else:  # CUDA's transcendental functions and reduction orders differ from NumPy's in the last bits
             assert g.dtype == w.dtype
-            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5, equal_nan=True)
+            tol = 2e-3 if w.dtype == np.float16 else 2e-5
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
 
 
 def test_control_flow_on_cuda_equals_cpu(gpu):
