@@ -91,8 +91,40 @@ def test_select_n_kernel_on_views_has_the_bits_of_numpy_where(dtype):
         return x
 
     masks = list(_layouts(shape, lambda s: RNG.random(s) > 0.5))
-    for which, a, b in itertools.product(masks, _layouts(shape, case), [*_layouts(shape, case), np.broadcast_to(np.zeros((), dtype), shape)]):
+    zero = np.broadcast_to(np.zeros((), dtype), shape)
+    for which, a, b in itertools.product(masks, _layouts(shape, case), [*_layouts(shape, case), zero]):
         want = np.where(which, a, b)
         out = np.empty(shape, dtype)
         for got in (select_n(which, b, a), select_n(which, b, a, out=out)):
             assert got.dtype == want.dtype and np.ascontiguousarray(got).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "lhs_shape, rhs_shape, strides, padding, rhs_dilation, dimension_numbers, fgc, bgc",
+    [
+        ((16, 4, 20, 20), (8, 4, 3, 3), (1, 1), [(1, 1), (1, 1)], (1, 1), ("NCHW", "OIHW", "NCHW"), 1, 1),
+        ((16, 6, 20, 20), (9, 2, 3, 3), (2, 1), [(0, 1), (2, 0)], (1, 2), ("NCHW", "OIHW", "NCHW"), 3, 1),
+        ((40, 4, 18, 18), (1, 80, 16, 16), (1, 1), "VALID", (1, 1), ("CNHW", "IOHW", "CNHW"), 40, 1),
+        ((12, 5, 20, 20), (6, 5, 3, 3), (1, 1), "SAME", (1, 1), ("NCHW", "OIHW", "NCHW"), 1, 3),
+        ((8, 3, 30), (4, 3, 5), (1,), "SAME", (1,), ("NCH", "OIH", "NCH"), 1, 1),
+        ((2, 2, 9, 9, 9), (3, 2, 2, 2, 2), (1, 1, 1), "VALID", (1, 1, 1), ("NCDHW", "OIDHW", "NCDHW"), 1, 1),
+    ],
+)
+def test_conv_by_blocks_of_im2col_matches_one_matmul(monkeypatch, lhs_shape, rhs_shape, strides, padding,
+                                                     rhs_dilation, dimension_numbers, fgc, bgc):  # fmt: skip
+    # large im2col matrices are copied and multiplied a block at a time (kernels_conv._im2col_matmul);
+    # with a tiny block every split (groups, batch, output rows) runs on these small operands
+    from ember.backends import kernels_conv
+
+    lhs, rhs = RNG.standard_normal(lhs_shape).astype(np.float32), RNG.standard_normal(rhs_shape).astype(np.float32)
+
+    def conv():
+        return np.asarray(lax.conv_general_dilated(enp.asarray(lhs), enp.asarray(rhs), strides, padding,
+                                                   rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                                                   feature_group_count=fgc, batch_group_count=bgc))  # fmt: skip
+
+    want = conv()
+    for block in (64, 2048, 50_000):
+        monkeypatch.setattr(kernels_conv, "_IM2COL_BLOCK_BYTES", block)
+        # float32, summed in another order
+        np.testing.assert_allclose(conv(), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -189,7 +189,8 @@ def _select_bits(which, on_true, on_false, out=None):
     The passes are few and follow memory: `a` (read twice) is an operand laid out like the result;
     the mask is made on `which`'s own elements (a mask broadcast over vmapped axes stays small); a
     case of one value (relu's 0) takes a single pass, ``b & m``. Operands laid out alike but not in C
-    order (transposed views) are worked on in their order, with one copy into `out` at the end."""
+    order (transposed views, a convolution's NHWC result) are worked on in their order, with one copy
+    into `out` at the end."""
     dtype = on_false.dtype
     ints = _SIGNED_OF[dtype.itemsize]
     if not which.shape == on_true.shape == on_false.shape:
@@ -201,12 +202,12 @@ def _select_bits(which, on_true, on_false, out=None):
     a, b = (f, t) if a_is_f else (t, f)
     one_value = not any(a.strides)
     lead = b if one_value else a
-    perm = None if lead.flags.c_contiguous or (out is not None and one_value) else _c_order_of(lead)
-    if perm is not None:
+    perm = None if lead.flags.c_contiguous else _c_order_of(lead)
+    if perm is not None and (out is None or not one_value or which.transpose(perm).flags.c_contiguous):
         res = _select_bits(which.transpose(perm), on_true.transpose(perm), on_false.transpose(perm))
         if out is None:
             return res.transpose(np.argsort(perm))
-        np.copyto(out.transpose(perm), res)
+        np.copyto(out.transpose(perm), res)  # one strided pass, where writing `out` in place would be three
         return out
     pick_b = _mask_of(which, ints, invert=not a_is_f)
     res = None if out is None else out.view(ints)
