@@ -50,14 +50,16 @@ def dim_attention(K, Q, V):
     return (v * a).sum(key).order(batch, channel, query)
 
 
-def _np_softmax(x, axis):
+def np_softmax(x, axis):
+    """Softmax along `axis` in NumPy (also test_dim.py's reference)."""
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _attention_ref(K, Q, V):
+def np_attention(K, Q, V):
+    """functorch.dim's README attention in NumPy: K, V (batch, channel, key), Q (batch, channel, query)."""
     s = np.einsum("bck,bcq->bkq", K, Q) / np.sqrt(K.shape[1])
-    return np.einsum("bck,bkq->bcq", V, _np_softmax(s, 1))
+    return np.einsum("bck,bkq->bcq", V, np_softmax(s, 1))
 
 
 def _matmul_samples(rng, dtype):
@@ -80,6 +82,6 @@ def _entry(name, op, ref, samples) -> OpInfo:
 
 register(
     _entry("dim.matmul", dim_matmul, lambda A, B: np.einsum("ik,kj->ij", A, B), _matmul_samples),
-    _entry("dim.softmax", dim_softmax, lambda x: _np_softmax(x, 0), _softmax_samples),
-    _entry("dim.attention", dim_attention, _attention_ref, _attention_samples),
+    _entry("dim.softmax", dim_softmax, lambda x: np_softmax(x, 0), _softmax_samples),
+    _entry("dim.attention", dim_attention, np_attention, _attention_samples),
 )

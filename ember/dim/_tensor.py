@@ -165,32 +165,14 @@ class DimArray:
     # --- common methods ----------------------------------------------------------------------------
 
     def sum(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Sum over `dim` (dims and/or positional axes; None: the positional axes)."""
+        """Sum over `dim`: dims and/or positional axes (a Dim, an int, or a tuple of them; None: every
+        positional axis). ``mean``, ``prod``, ``max``, ``min``, ``var`` and ``std`` take the same arguments.
+
+        >>> i, j = ember.dim.dims()
+        >>> enp.arange(6.0).reshape(2, 3)[i, j].sum(j).order(i)
+        Array([ 3., 12.], dtype=float32)
+        """
         return _reduce(self, enp.sum, dim, kwargs)
-
-    def mean(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Mean over `dim`."""
-        return _reduce(self, enp.mean, dim, kwargs)
-
-    def prod(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Product over `dim`."""
-        return _reduce(self, enp.prod, dim, kwargs)
-
-    def max(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Maximum over `dim`."""
-        return _reduce(self, enp.max, dim, kwargs)
-
-    def min(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Minimum over `dim`."""
-        return _reduce(self, enp.min, dim, kwargs)
-
-    def var(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Variance over `dim`."""
-        return _reduce(self, enp.var, dim, kwargs)
-
-    def std(self, dim: Any = None, **kwargs: Any) -> Any:
-        """Standard deviation over `dim`."""
-        return _reduce(self, enp.std, dim, kwargs)
 
     def any(self, dim: Any = None) -> Any:
         """Whether any is true over `dim`."""
@@ -259,6 +241,23 @@ def _unary_method(name: str, fn: Callable[..., Any]) -> Callable[[DimArray], Dim
 
 for _name, _fn in _UNARY.items():
     setattr(DimArray, _name, _unary_method(_name, _fn))
+
+# Reductions over dims and positional axes: the same arguments as `DimArray.sum`.
+_REDUCTIONS = {"mean": (enp.mean, "Mean"), "prod": (enp.prod, "Product"), "max": (enp.max, "Maximum"),
+               "min": (enp.min, "Minimum"), "var": (enp.var, "Variance"), "std": (enp.std, "Standard deviation")}
+
+
+def _reduce_method(name: str, fn: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def method(self: DimArray, dim: Any = None, **kwargs: Any) -> Any:
+        return _reduce(self, fn, dim, kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"{what} over `dim` (dims and/or positional axes, as for ``sum``)."
+    return method
+
+
+for _name, (_fn, _what) in _REDUCTIONS.items():
+    setattr(DimArray, _name, _reduce_method(_name, _fn, _what))
 
 _BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
