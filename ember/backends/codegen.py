@@ -90,6 +90,51 @@ def _literal(value: Any) -> str | None:
     return text if same else None
 
 
+class Namer:
+    """The names a generated function refers to, shared by this compiler and the CUDA one (codegen_cuda.py):
+    `var_name` (variable -> its name), `ops` (name -> kernel, bound as ``ops.<name>``), `consts` (name ->
+    a value without a literal) and `literals` (source text -> the name it is bound to once, above the
+    function). `kernel_for(primitive)` gives the kernel an ``ops.`` name refers to (None: no kernel)."""
+
+    def __init__(self, kernel_for: Callable[[Any], Any] | None):
+        self.kernel_for = kernel_for
+        self.var_name: dict[Any, str] = {}
+        self.ops: dict[str, Any] = {}
+        self.consts: dict[str, Any] = {}
+        self.literals: dict[str, str] = {}
+
+    def name_of(self, v: Any) -> str:
+        """The name of a variable, or of a literal's value."""
+        if type(v).__name__ == "Literal":
+            # A name bound once, not the text inline: `np.float32(2.0)` would build a scalar every call.
+            text = _literal(v.value)
+            if text is None:
+                key = f"_c{len(self.consts)}"
+                self.consts[key] = v.value
+                return key
+            return self.literals.setdefault(text, f"_l{len(self.literals)}")
+        return self.var_name[v]
+
+    def param(self, value: Any) -> str:
+        """A parameter's source text: its literal, else the name of a constant bound to it."""
+        text = _literal(value)
+        if text is None:
+            key = f"_p{len(self.consts)}"
+            self.consts[key] = value
+            return key
+        return text
+
+    def op_name(self, prim: Any) -> str:
+        """``ops.<name>`` for a primitive's kernel; two kernels of one name get distinct names."""
+        fn = self.kernel_for(prim) if self.kernel_for is not None else None
+        ops = self.ops
+        ident = prim.name if prim.name.isidentifier() and not keyword.iskeyword(prim.name) else f"op_{len(ops)}"
+        while ident in ops and ops[ident] is not fn:
+            ident += "_"
+        ops[ident] = fn
+        return f"ops.{ident}"
+
+
 def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program",
                     donated: Sequence[int] = ()) -> Compiled:  # fmt: skip
     """Generate, compile and return the Python function that runs `program` on raw buffers.
@@ -109,37 +154,9 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         return [d]
     """
     names = _names()
-    var_name: dict[Any, str] = {}
-    ops: dict[str, Callable[..., Any]] = {}
-    consts: dict[str, Any] = {}
-    literals: dict[str, str] = {}  # source text -> name, defined once above the function
-
-    def name_of(v: Any) -> str:
-        if type(v).__name__ == "Literal":
-            # A name bound once, not the text inline: `np.float32(2.0)` would build a scalar every call.
-            text = _literal(v.value)
-            if text is None:
-                key = f"_c{len(consts)}"
-                consts[key] = v.value
-                return key
-            return literals.setdefault(text, f"_l{len(literals)}")
-        return var_name[v]
-
-    def param(value: Any) -> str:
-        text = _literal(value)
-        if text is None:
-            key = f"_p{len(consts)}"
-            consts[key] = value
-            return key
-        return text
-
-    def op_name(prim: Any) -> str:
-        fn = kernel_for(prim)
-        ident = prim.name if prim.name.isidentifier() and not keyword.iskeyword(prim.name) else f"op_{len(ops)}"
-        while ident in ops and ops[ident] is not fn:
-            ident += "_"
-        ops[ident] = fn
-        return f"ops.{ident}"
+    namer = Namer(kernel_for)
+    var_name, ops, consts, literals = namer.var_name, namer.ops, namer.consts, namer.literals
+    name_of, param, op_name = namer.name_of, namer.param, namer.op_name
 
     def ufunc_name(eqn: Any) -> str:
         fn = ufunc_for(eqn, kernel_for(eqn.primitive))

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends import c_source
-from ember.backends.codegen import _PARAM_NAMESPACE, Compiled, _literal, _names
+from ember.backends.codegen import _PARAM_NAMESPACE, Compiled, Namer, _names
 from ember.backends.fusion_cuda import Group, plan_groups
 from ember.backends.graphs_cuda import Graphed, graph_worthy
 
@@ -202,37 +202,10 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
     <BLANKLINE>
     """
     names = (n for n in _names() if n != "xp")
-    var_name: dict[Any, str] = {}
-    ops: dict[str, Any] = {}
-    consts: dict[str, Any] = {}
-    literals: dict[str, str] = {}
+    namer = Namer(kernel_for)
+    var_name, ops, consts, literals = namer.var_name, namer.ops, namer.consts, namer.literals
+    name_of, param, op_name = namer.name_of, namer.param, namer.op_name
     kernels: list[KernelSpec] = []
-
-    def name_of(v: Any) -> str:
-        if type(v).__name__ == "Literal":
-            text = _literal(v.value)
-            if text is None:
-                key = f"_c{len(consts)}"
-                consts[key] = v.value
-                return key
-            return literals.setdefault(text, f"_l{len(literals)}")
-        return var_name[v]
-
-    def param(value: Any) -> str:
-        text = _literal(value)
-        if text is None:
-            key = f"_p{len(consts)}"
-            consts[key] = value
-            return key
-        return text
-
-    def op_name(prim: Any) -> str:
-        fn = kernel_for(prim) if kernel_for is not None else None
-        ident = prim.name if prim.name.isidentifier() and not keyword.iskeyword(prim.name) else f"op_{len(ops)}"
-        while ident in ops and ops[ident] is not fn:
-            ident += "_"
-        ops[ident] = fn
-        return f"ops.{ident}"
 
     def donated_buffer(v: Any, group: Group, taken: set[Any]) -> Any:
         """A donated input this group reads for the last time, of `v`'s shape and dtype: written in place
