@@ -78,39 +78,8 @@ def _fusible_shape(eqn: Any, kernel_for: Callable[[Any], Callable[..., Any]]) ->
 
 def plan_fusion(program: Any, kernel_for: Callable[[Any], Callable[..., Any]]) -> list[Any]:
     """The program's equations in order, with each group of two or more fusible equations replaced by
-    one `Fused` at the place of its last member.
-
-    A fusible equation joins the open groups of its shape that produced its operands (merging them);
-    a group closes for new members once an equation outside it reads one of its values, so running it
-    at its last member's place computes everything before anyone reads it."""
-    group_of: dict[Any, int] = {}  # variable -> group id (its producer's group)
-    members: dict[int, list[int]] = {}
-    shapes: dict[int, tuple[int, ...]] = {}
-    closed: set[int] = set()
-    merged: dict[int, int] = {}
-
-    def find(g: int) -> int:
-        while g in merged:
-            g = merged[g]
-        return g
-
-    for i, eqn in enumerate(program.eqns):
-        shape = _fusible_shape(eqn, kernel_for)
-        joins = {find(group_of[v]) for v in eqn.inputs if v in group_of}
-        if shape is not None:
-            fits = {g for g in joins if g not in closed and shapes[g] == shape}
-            closed.update(joins - fits)
-            gid = min(fits) if fits else i
-            members.setdefault(gid, [])
-            shapes[gid] = shape
-            for g in sorted(fits - {gid}):
-                merged[g] = gid
-                members[gid] += members.pop(g)
-            members[gid].append(i)
-            group_of[eqn.outvars[0]] = gid
-        else:
-            closed.update(joins)
-
+    one `Fused` at the place of its last member (groups as `same_shape_groups` makes them)."""
+    members = same_shape_groups(program.eqns, lambda eqn: _fusible_shape(eqn, kernel_for))
     last = {max(m): sorted(m) for m in members.values() if len(m) >= 2}
     in_group = {i for m in last.values() for i in m}
     readers: dict[Any, set[int]] = {}
@@ -126,6 +95,43 @@ def plan_fusion(program: Any, kernel_for: Callable[[Any], Callable[..., Any]]) -
         elif i not in in_group:
             items.append(eqn)
     return items
+
+
+def same_shape_groups(eqns: Sequence[Any], fusible_shape: Callable[[Any], tuple[int, ...] | None]) -> dict[int, list[int]]:
+    """Group id -> the indices of the equations in the group, for the equations `fusible_shape` gives a
+    shape (None: not fusible); shared with the CUDA planner (fusion_cuda.py).
+
+    A fusible equation joins the open groups of its shape that produced its operands (merging them);
+    a group closes for new members once an equation outside it reads one of its values, so running it
+    at its last member's place computes everything before anyone reads it."""
+    group_of: dict[Any, int] = {}  # variable -> group id (its producer's group)
+    members: dict[int, list[int]] = {}
+    shapes: dict[int, tuple[int, ...]] = {}
+    closed: set[int] = set()
+    merged: dict[int, int] = {}
+
+    def find(g: int) -> int:
+        while g in merged:
+            g = merged[g]
+        return g
+
+    for i, eqn in enumerate(eqns):
+        shape = fusible_shape(eqn)
+        joins = {find(group_of[v]) for v in eqn.inputs if v in group_of}
+        if shape is not None:
+            fits = {g for g in joins if g not in closed and shapes[g] == shape}
+            closed.update(joins - fits)
+            gid = min(fits) if fits else i
+            members.setdefault(gid, [])
+            shapes[gid] = shape
+            for g in sorted(fits - {gid}):
+                merged[g] = gid
+                members[gid] += members.pop(g)
+            members[gid].append(i)
+            group_of[eqn.outvars[0]] = gid
+        else:
+            closed.update(joins)
+    return members
 
 
 def _group(eqns: Sequence[Any], indices: list[int], readers: dict[Any, set[int]], returned: set[Any]) -> Fused:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.backends.c_source import fusible, reduction_fusible
+from ember.backends.fusion import same_shape_groups
 
 __all__ = ["Group", "plan_groups"]
 
@@ -82,32 +83,8 @@ def plan_groups(program: Any, is_fusible: Callable[[Any], bool] = fusible) -> li
     returned = {v for v in program.outvars if type(v).__name__ == "Var"}
 
     # 1. same-shape groups, as fusion.py
+    members = same_shape_groups(eqns, lambda eqn: eqn.outvars[0].aval.shape if is_fusible(eqn) else None)
     group_of: dict[int, int] = {}  # equation -> group id
-    made_by: dict[Any, int] = {}  # variable -> group id of its producer
-    members: dict[int, list[int]] = {}
-    closed: set[int] = set()
-    merged: dict[int, int] = {}
-
-    def find(g: int) -> int:
-        while g in merged:
-            g = merged[g]
-        return g
-
-    for i, eqn in enumerate(eqns):
-        joins = {find(made_by[v]) for v in eqn.inputs if v in made_by}
-        if is_fusible(eqn):
-            shape = eqn.outvars[0].aval.shape
-            fits = {g for g in joins if g not in closed and eqns[members[g][0]].outvars[0].aval.shape == shape}
-            closed.update(joins - fits)
-            gid = min(fits) if fits else i
-            members.setdefault(gid, [])
-            for g in sorted(fits - {gid}):
-                merged[g] = gid
-                members[gid] += members.pop(g)
-            members[gid].append(i)
-            made_by[eqn.outvars[0]] = gid
-        else:
-            closed.update(joins)
     for gid, m in members.items():
         for i in m:
             group_of[i] = gid
