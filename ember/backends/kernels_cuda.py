@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends import kernels_eigen, kernels_indexing
-from ember.backends.kernels import _INT_RANGE, _LOW_PRECISION, make_kernels
+from ember.backends.kernels import _INT_RANGE, _LOW_PRECISION, convert, make_kernels
 from ember.backends.kernels_fft import FFT, IFFT, IRFFT, RFFT
 
 __all__ = ["THREEFRY_SOURCE", "OrderedAt", "cuda_kernel_names", "generic_overrides", "make_cuda_kernels",
@@ -185,24 +185,19 @@ def _int_rem(xp: ModuleType, x, y):
 
 
 def _convert(xp: ModuleType, x, dtype):
-    """kernels.convert without host decisions: float -> int always takes the saturating select."""
+    """kernels.convert without host decisions: float -> int always takes the saturating select (the CPU's
+    kernel first asks the device whether every value is in range, a synchronizing read)."""
     dtype = np.dtype(dtype)
-    if x.dtype == dtype:
-        return x
-    if x.dtype.kind == "c" and dtype.kind != "c":
-        x = xp.real(x)
-    if dtype == np.bool_:
-        return x != 0
-    if dtype.kind in "iu" and (x.dtype.kind == "f" or x.dtype in _LOW_PRECISION):
-        if x.dtype in _LOW_PRECISION:
-            x = x.astype(np.float32)  # exact; every bound is a power of two
-        lo, hi = _INT_RANGE[dtype]
-        inside = (x >= lo) & (x < hi)  # False for NaN
-        out = xp.where(inside, x, 0).astype(dtype)  # no out-of-range value reaches the (undefined) C cast
-        info = np.iinfo(dtype)
-        outside = xp.where(x > 0, dtype.type(info.max), xp.where(x < 0, dtype.type(info.min), dtype.type(0)))
-        return xp.where(inside, out, outside.astype(dtype, copy=False))
-    return x.astype(dtype)
+    if not (dtype.kind in "iu" and (x.dtype.kind == "f" or x.dtype in _LOW_PRECISION)):
+        return convert(xp, x, dtype)
+    if x.dtype in _LOW_PRECISION:
+        x = x.astype(np.float32)  # exact; every bound is a power of two
+    lo, hi = _INT_RANGE[dtype]
+    inside = (x >= lo) & (x < hi)  # False for NaN
+    out = xp.where(inside, x, 0).astype(dtype)  # no out-of-range value reaches the (undefined) C cast
+    info = np.iinfo(dtype)
+    outside = xp.where(x > 0, dtype.type(info.max), xp.where(x < 0, dtype.type(info.min), dtype.type(0)))
+    return xp.where(inside, out, outside.astype(dtype, copy=False))
 
 
 def _all_bits(dtype: np.dtype) -> int:
