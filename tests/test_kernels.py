@@ -113,7 +113,7 @@ def test_select_n_kernel_on_views_has_the_bits_of_numpy_where(dtype):
 def test_conv_by_blocks_of_im2col_matches_one_matmul(monkeypatch, lhs_shape, rhs_shape, strides, padding,
                                                      rhs_dilation, dimension_numbers, fgc, bgc):  # fmt: skip
     # large im2col matrices are copied and multiplied a block at a time (kernels_conv._im2col_matmul);
-    # with a tiny block every split (groups, batch, output rows) runs on these small operands
+    # with tiny blocks every split (groups, batch, output rows) runs on these small operands
     from ember.backends import kernels_conv
 
     lhs, rhs = RNG.standard_normal(lhs_shape).astype(np.float32), RNG.standard_normal(rhs_shape).astype(np.float32)
@@ -124,7 +124,8 @@ def test_conv_by_blocks_of_im2col_matches_one_matmul(monkeypatch, lhs_shape, rhs
                                                    feature_group_count=fgc, batch_group_count=bgc))  # fmt: skip
 
     want = conv()
-    for block in (64, 2048, 50_000):
+    for block, min_rows in itertools.product((64, 2048, 50_000), (1, 40)):
         monkeypatch.setattr(kernels_conv, "_IM2COL_BLOCK_BYTES", block)
+        monkeypatch.setattr(kernels_conv, "_IM2COL_MIN_ROWS", min_rows)
         # float32, summed in another order
         np.testing.assert_allclose(conv(), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -29,6 +29,7 @@ import numpy as np
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
 _IM2COL_BLOCK_BYTES = 1 << 20  # im2col a block of about this size at a time, to multiply it while in cache
+_IM2COL_MIN_ROWS = 512
 _UNROLL_LIMIT = 32  # windows up to this many elements combine slices; larger ones reduce a view
 
 
@@ -166,9 +167,18 @@ def _im2col_matmul(xp, view, kernel, lead):
     unit = [math.prod(outer[a + 1 :]) * patch * view.itemsize for a in range(lead)]  # one index of axis a
     if xp is not np or groups * unit[0] <= 2 * _IM2COL_BLOCK_BYTES:
         return xp.matmul(view.reshape(groups, -1, patch), kernel)
-    # blocks of `step` indices of the outermost axis whose one index fits, for each index of those before it
+    # blocks of `step` indices of the outermost axis whose one index fits, for each index of those before
+    # it; a block within a group keeps _IM2COL_MIN_ROWS rows at least (BLAS is slow on short matrices)
     axis = next((a for a in range(lead) if unit[a] <= _IM2COL_BLOCK_BYTES), lead - 1)
     step = max(1, _IM2COL_BLOCK_BYTES // unit[axis])
+    while axis and step * math.prod(outer[axis + 1 :]) < _IM2COL_MIN_ROWS:
+        step = -(-_IM2COL_MIN_ROWS // math.prod(outer[axis + 1 :]))
+        if step < outer[axis]:
+            break
+        axis -= 1
+        step = max(1, _IM2COL_BLOCK_BYTES // unit[axis])
+    if axis == 0 and step >= groups:
+        return xp.matmul(view.reshape(groups, -1, patch), kernel)
     out = xp.empty((*outer, out_features), dtype=view.dtype)
     for index in itertools.product(*map(range, outer[:axis])):
         for start in range(0, outer[axis], step):
