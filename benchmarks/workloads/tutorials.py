@@ -71,6 +71,34 @@ def _detached(torch_module):
     return {name: p.detach() for name, p in torch_module.named_parameters()}
 
 
+def _per_example_grads(env, model, loss, x, labels):
+    """ember's per-example gradients of ``loss(model(x[None]), label[None])`` with respect to the
+    parameters, as a parameter-name dict: ``(eager, jit)``, each a function of nothing."""
+    import ember
+    from ember import nn
+
+    def example_loss(params, x, y):
+        return loss(nn.functional_call(model, params, x[None]), y[None])
+
+    pe_grads = ember.vmap(ember.grad(example_loss), in_axes=(None, 0, 0))
+    pe_grads_jit = ember.jit(pe_grads)
+    params = dict(model.named_parameters())
+    ex, ey = env.put("ember", (x, labels.astype(np.int32)))
+    return (lambda: pe_grads(params, ex, ey)), (lambda: pe_grads_jit(params, ex, ey))
+
+
+def _torch_per_example_grads(env, tmodel, loss, x, labels):
+    """The same with torch.func on the torch twin `tmodel`: a function of nothing."""
+    tf = env.torch.func
+    tparams, (tx, ty) = _detached(tmodel), env.put("torch", (x, labels))
+
+    def example_loss(params, x, y):
+        return loss(tf.functional_call(tmodel, params, (x[None],)), y[None])
+
+    pe_grads = tf.vmap(tf.grad(example_loss), in_dims=(None, 0, 0))
+    return lambda: pe_grads(tparams, tx, ty)
+
+
 # --------------------------------------------------------------------------- whirlwind tour
 
 
@@ -99,28 +127,16 @@ def _(env):
         return [dz[:, :, None] * x[:, None, :], dz, delta[:, :, None] * h[:, None, :], delta]
 
     model = _ember_on_device(env, model)
-
-    def example_loss(params, x, y):
-        return F.cross_entropy(nn.functional_call(model, params, x[None]), y[None])
-
-    pe_grads = ember.vmap(ember.grad(example_loss), in_axes=(None, 0, 0))
-    pe_grads_jit = ember.jit(pe_grads)
-    eparams = dict(model.named_parameters())
-    ex, ey = env.put("ember", (x, labels.astype(np.int32)))
-    names = list(eparams)  # 0.weight, 0.bias, 2.weight, 2.bias: each result as a list in this order
-    impls = {"numpy": numpy_pe_grads, "ember": lambda: [pe_grads(eparams, ex, ey)[k] for k in names],
-             "ember_jit": lambda: [pe_grads_jit(eparams, ex, ey)[k] for k in names]}  # fmt: skip
+    pe_grads, pe_grads_jit = _per_example_grads(env, model, F.cross_entropy, x, labels)
+    names = list(params)  # 0.weight, 0.bias, 2.weight, 2.bias: each result as a list in this order
+    impls = {"numpy": numpy_pe_grads, "ember": lambda: [pe_grads()[k] for k in names],
+             "ember_jit": lambda: [pe_grads_jit()[k] for k in names]}  # fmt: skip
     if _torch(env) is not None:
-        torch, tf = env.torch, env.torch.func
+        torch = env.torch
         tmodel = _torch_twin(env, torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4)),
                              model)  # fmt: skip
-        tparams, (tx, ty) = _detached(tmodel), env.put("torch", (x, labels))
-
-        def example_loss_t(params, x, y):
-            return torch.nn.functional.cross_entropy(tf.functional_call(tmodel, params, (x[None],)), y[None])
-
-        pe_grads_t = tf.vmap(tf.grad(example_loss_t), in_dims=(None, 0, 0))
-        impls["torch"] = lambda: [pe_grads_t(tparams, tx, ty)[k] for k in names]
+        pe_grads_t = _torch_per_example_grads(env, tmodel, torch.nn.functional.cross_entropy, x, labels)
+        impls["torch"] = lambda: [pe_grads_t()[k] for k in names]
     return impls
 
 
@@ -180,7 +196,6 @@ def _simple_cnn_classes(env):
           description="vmap(grad) CNN 28x28 b64")  # fmt: skip
 def _(env):
     import ember
-    from ember import nn
     from ember.nn import functional as F
 
     batch = 4 if env.smoke else 64
@@ -189,25 +204,11 @@ def _(env):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
     labels = rng.integers(0, 10, batch)
-
-    def loss_of_params(params, x, target):
-        return F.nll_loss(nn.functional_call(model, params, x[None]), target[None])
-
-    per_sample = ember.vmap(ember.grad(loss_of_params), in_axes=(None, 0, 0))
-    per_sample_jit = ember.jit(per_sample)
-    params = dict(model.named_parameters())
-    ex, ey = env.put("ember", (x, labels.astype(np.int32)))
-    impls = {"ember": lambda: per_sample(params, ex, ey), "ember_jit": lambda: per_sample_jit(params, ex, ey)}
+    per_sample, per_sample_jit = _per_example_grads(env, model, F.nll_loss, x, labels)
+    impls = {"ember": per_sample, "ember_jit": per_sample_jit}
     if _torch(env) is not None:
-        torch, tf = env.torch, env.torch.func
         tmodel = _torch_twin(env, TorchSimpleCNN(), model)
-        tparams, (tx, ty) = _detached(tmodel), env.put("torch", (x, labels))
-
-        def torch_loss(params, x, target):
-            return torch.nn.functional.nll_loss(tf.functional_call(tmodel, params, (x[None],)), target[None])
-
-        per_sample_t = tf.vmap(tf.grad(torch_loss), in_dims=(None, 0, 0))
-        impls["torch"] = lambda: per_sample_t(tparams, tx, ty)
+        impls["torch"] = _torch_per_example_grads(env, tmodel, env.torch.nn.functional.nll_loss, x, labels)
     return impls
 
 
@@ -658,12 +659,6 @@ def _(env):
         twin.load_state_dict(nn.to_torch_state_dict(model), strict=False)  # no running statistics: patched away
         patched = tf.replace_all_batch_norm_modules_(twin)
         patched = patched if env.torch_device is None else patched.to(env.torch_device)
-        tparams, (tx, ty) = _detached(patched), env.put("torch", (x, labels))
-
-        def torch_loss_one(params, example, label):
-            return torch.nn.functional.cross_entropy(tf.functional_call(patched, params, (example[None],)), label[None])
-
-        pe_grads_t = tf.vmap(tf.grad(torch_loss_one), in_dims=(None, 0, 0))
-        impls["torch"] = lambda: pe_grads_t(tparams, tx, ty)
+        impls["torch"] = _torch_per_example_grads(env, patched, torch.nn.functional.cross_entropy, x, labels)
     return impls
 
