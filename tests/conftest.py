@@ -15,6 +15,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("EMBER_TRACEBACK_FILTERING", "off")
 
 
+@pytest.fixture
+def four_cpus():
+    """Four CPU devices (``num_cpu_devices``) for a test; afterwards the previous count and no default device."""
+    import ember  # here, not above: EMBER_TRACEBACK_FILTERING is set before ember is first imported
+
+    before = ember.config.num_cpu_devices
+    ember.config.update("num_cpu_devices", 4)
+    yield
+    ember.config.update("default_device", None)
+    ember.config.update("num_cpu_devices", before)
+
+
 def pytest_configure(config):
     # `pytest -m full` means "everything, the extended tier included"; a plain
     # run leaves out the tests marked full.

@@ -20,12 +20,7 @@ from ember import backends, lax
 from ember.errors import DeviceError, InvalidArgumentError
 
 
-@pytest.fixture(autouse=True)
-def four_cpus():
-    ember.config.update("num_cpu_devices", 4)
-    yield
-    ember.config.update("default_device", None)
-    ember.config.update("num_cpu_devices", 1)
+pytestmark = pytest.mark.usefixtures("four_cpus")  # conftest.py
 
 
 def D(i: int) -> ember.Device:

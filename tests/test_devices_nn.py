@@ -13,12 +13,7 @@ from ember.errors import DeviceError
 from ember.nn import functional as F
 
 
-@pytest.fixture(autouse=True)
-def four_cpus():
-    ember.config.update("num_cpu_devices", 4)
-    yield
-    ember.config.update("default_device", None)
-    ember.config.update("num_cpu_devices", 1)
+pytestmark = pytest.mark.usefixtures("four_cpus")  # conftest.py
 
 
 def _on(tree, i):
