@@ -393,13 +393,26 @@ def _fnet_single(model, x):
     return model(x[None])[0]
 
 
+def _ntk_impls(env, ntk, ntk_t):
+    """An NTK workload's implementations from ``ntk(model, x1, x2)`` (ember, eager and jit) and
+    ``ntk_t(fnet, params, x1, x2)`` (torch.func), on `_ntk_setup`'s network and inputs."""
+    import ember
+
+    s = _ntk_setup(env)
+    ntk_jit = ember.jit(ntk)
+    net, (x1, x2) = s["net"], s["ember_x"]
+    impls = {"ember": lambda: ntk(net, x1, x2), "ember_jit": lambda: ntk_jit(net, x1, x2)}
+    if s["torch"] is not None:
+        fnet, tparams, (tx1, tx2) = s["torch"]
+        impls["torch"] = lambda: ntk_t(fnet, tparams, tx1, tx2)
+    return impls
+
+
 @workload("tut_ntk_jac_contraction", family="tutorials", tags=TUTORIALS, reference="torch", rtol=1e-4, atol=1e-4,
           description="NTK jac. contraction 20x5")  # fmt: skip
 def _(env):
     import ember
     import ember.numpy as enp
-
-    s = _ntk_setup(env)
 
     def ntk(model, x1, x2):
         def flat_jacobians(xs):
@@ -409,20 +422,13 @@ def _(env):
         jac1, jac2 = flat_jacobians(x1), flat_jacobians(x2)
         return sum(enp.einsum("Naf,Mbf->NMab", j1, j2) for j1, j2 in zip(jac1, jac2))
 
-    ntk_jit = ember.jit(ntk)
-    net, (x1, x2) = s["net"], s["ember_x"]
-    impls = {"ember": lambda: ntk(net, x1, x2), "ember_jit": lambda: ntk_jit(net, x1, x2)}
-    if s["torch"] is not None:
+    def ntk_t(fnet, params, x1, x2):
         torch, tf = env.torch, env.torch.func
-        fnet, tparams, (tx1, tx2) = s["torch"]
+        jac1 = [j.flatten(2) for j in tf.vmap(tf.jacrev(fnet), (None, 0))(params, x1).values()]
+        jac2 = [j.flatten(2) for j in tf.vmap(tf.jacrev(fnet), (None, 0))(params, x2).values()]
+        return torch.stack([torch.einsum("Naf,Mbf->NMab", j1, j2) for j1, j2 in zip(jac1, jac2)]).sum(0)
 
-        def ntk_t(params, x1, x2):
-            jac1 = [j.flatten(2) for j in tf.vmap(tf.jacrev(fnet), (None, 0))(params, x1).values()]
-            jac2 = [j.flatten(2) for j in tf.vmap(tf.jacrev(fnet), (None, 0))(params, x2).values()]
-            return torch.stack([torch.einsum("Naf,Mbf->NMab", j1, j2) for j1, j2 in zip(jac1, jac2)]).sum(0)
-
-        impls["torch"] = lambda: ntk_t(tparams, tx1, tx2)
-    return impls
+    return _ntk_impls(env, ntk, ntk_t)
 
 
 @workload("tut_ntk_vps", family="tutorials", tags=TUTORIALS, reference="torch", rtol=1e-4, atol=1e-4,
@@ -430,8 +436,6 @@ def _(env):
 def _(env):
     import ember
     import ember.numpy as enp
-
-    s = _ntk_setup(env)
 
     def ntk(model, x1, x2):
         def ntk_block(x1, x2):
@@ -445,26 +449,20 @@ def _(env):
 
         return ember.vmap(ember.vmap(ntk_block, in_axes=(None, 0)), in_axes=(0, None))(x1, x2)
 
-    ntk_jit = ember.jit(ntk)
-    net, (x1, x2) = s["net"], s["ember_x"]
-    impls = {"ember": lambda: ntk(net, x1, x2), "ember_jit": lambda: ntk_jit(net, x1, x2)}
-    if s["torch"] is not None:
+    def ntk_t(fnet, params, x1, x2):
         torch, tf = env.torch, env.torch.func
-        fnet, tparams, (tx1, tx2) = s["torch"]
 
-        def ntk_t(params, x1, x2):
-            def ntk_block(x1, x2):
-                out, vjp_fn = tf.vjp(lambda p: fnet(p, x1), params)
+        def ntk_block(x1, x2):
+            out, vjp_fn = tf.vjp(lambda p: fnet(p, x1), params)
 
-                def ntk_times(vec):
-                    return tf.jvp(lambda p: fnet(p, x2), (params,), vjp_fn(vec))[1]
+            def ntk_times(vec):
+                return tf.jvp(lambda p: fnet(p, x2), (params,), vjp_fn(vec))[1]
 
-                return tf.vmap(ntk_times)(torch.eye(out.numel(), dtype=out.dtype, device=out.device))
+            return tf.vmap(ntk_times)(torch.eye(out.numel(), dtype=out.dtype, device=out.device))
 
-            return tf.vmap(tf.vmap(ntk_block, (None, 0)), (0, None))(x1, x2)
+        return tf.vmap(tf.vmap(ntk_block, (None, 0)), (0, None))(x1, x2)
 
-        impls["torch"] = lambda: ntk_t(tparams, tx1, tx2)
-    return impls
+    return _ntk_impls(env, ntk, ntk_t)
 
 
 # --------------------------------------------------------------------------- model ensembling
