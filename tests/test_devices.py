@@ -418,6 +418,16 @@ def test_results_of_uncommitted_operands_on_another_device_stay_there():
     assert_on(y + x, 1, committed=False)
 
 
+def test_where_uncommitted_operands_meet_depends_on_the_default_device_not_on_the_eager_cache():
+    x = enp.asarray(A)  # uncommitted on cpu:0
+    with ember.default_device("cpu:1"):
+        y = enp.asarray(A)  # uncommitted on cpu:1
+    assert_on(x + y, 1, committed=False)  # the operand away from the default (cpu:0) decides
+    with ember.default_device("cpu:1"):
+        assert_on(x * y, 0, committed=False)  # not cached before: decided afresh
+        assert_on(x + y, 0, committed=False)  # cached under cpu:0's default: must agree with x * y
+
+
 INDEPENDENT = {  # derivatives made from constants alone (zeros, a linear map's coefficients, the basis)
     "grad_of_a_constant": lambda x: ember.grad(lambda u: enp.ones(3).sum())(x),
     "grad_float0": lambda x: ember.grad(lambda u, n: u.sum() * n, argnums=(0, 1), allow_int=True)(x, on(enp.asarray(2), 1)),

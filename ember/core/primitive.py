@@ -102,13 +102,13 @@ class Primitive:
 
     def _checked(self, args: Sequence[Array], params: dict[str, Any]) -> tuple:
         # Shape rules are pure functions of the operands' (shape, dtype, weak type) and the parameters,
-        # and where an operation runs is a function of its operands' places, so eager mode remembers
-        # both: a repeated call skips the rule's Python and the device checks. Only successes are kept;
-        # unhashable parameters skip the cache.
+        # and where an operation runs is a function of its operands' places and the default device (see
+        # `result_place`: uncommitted operands meet away from it), so eager mode remembers both: a repeated
+        # call skips the rule's Python and the device checks. Only successes are kept; unhashable
+        # parameters skip the cache.
         try:
-            key = (self, *[(x._value.shape, x._value.dtype, x._weak, x._place) for x in args], *params.items())
-            if not args:  # a result made from nothing goes to the default device
-                key += (_devices.current.place,)
+            key = (self, _devices.current.place, *[(x._value.shape, x._value.dtype, x._weak, x._place) for x in args],
+                   *params.items())  # fmt: skip
             return _EAGER[key]
         except KeyError:
             pass
@@ -216,8 +216,8 @@ _EAGER_MAX = 8192
 
 
 def _clear_eager(name: str, value: Any) -> None:
-    # A device may have gone: check places again. (The default device is in the key of the entries that
-    # use it, those of operations without operands, so a ``with ember.default_device(d):`` keeps the cache.)
+    # A device may have gone: check places again. (The default device is in every key, so a
+    # ``with ember.default_device(d):`` keeps the cache.)
     if name == "num_cpu_devices":
         _EAGER.clear()
 
