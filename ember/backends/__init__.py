@@ -4,6 +4,10 @@ A backend is an array module (`xp`) plus ``{primitive name: kernel}``. Most
 kernels are written once against `xp` in `ember.backends.kernels` and shared
 by every backend; a backend overrides only what differs. Nothing here imports
 the transforms or the core: the core looks kernels up by primitive name.
+
+The CUDA backend (`cuda()`, cuda_backend.py and the *_cuda.py modules) is
+written and tested on the CPU with stand-ins for CuPy, but has not yet run on
+a GPU.
 """
 
 from __future__ import annotations

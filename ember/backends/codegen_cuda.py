@@ -1,5 +1,7 @@
 """Programs to Python on CuPy buffers, with fused CUDA kernels: the CUDA backend's compiler.
 
+Status: the generated source is tested as text, and its C compiled with gcc; no GPU has run it yet.
+
 `compile_program` does what the NumPy backend's compiler (codegen.py) does — one line of Python per
 equation, calling the backend's kernel on raw buffers — except that each group of elementwise
 equations (and the reduction that ends a chain: see fusion_cuda.py) runs as ONE generated CUDA kernel,

@@ -1,5 +1,8 @@
 """The CUDA backend: CuPy buffers on one or more GPUs, the kernel table of `kernels_cuda`.
 
+Status: written and tested on the CPU only (tests/test_backend_cuda.py, with NumPy standing in for CuPy);
+it has not yet run on a GPU, so what follows describes how it is built, not what was measured.
+
 Every kernel runs under the GPU its operands live on: the table's kernels are wrapped so that a call
 whose first buffer is on another device than CuPy's current one enters that device for the call (the
 check is one integer comparison; the switch happens only for multi-GPU code). A kernel or a transfer

@@ -1,5 +1,7 @@
 """CUDA graphs for compiled programs: a whole call replayed as one launch.
 
+Status: tested on the CPU with a stand-in for CuPy's graph capture; no GPU has run it yet.
+
 A program of many small kernels (a per-example gradient step: dozens of launches of a few µs of work
 each) is bound by Python and launch overhead, not by the GPU. `Graphed` captures one call of the
 compiled function on a private stream into a CUDA graph and replays the graph afterwards: the inputs
