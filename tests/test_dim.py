@@ -374,3 +374,18 @@ def test_dim_array_reaching_a_positional_function():
         x.sum(k)
     with pytest.raises(InvalidArgumentError, match="given more than once"):
         x.order(i, i)
+
+
+def test_dim_array_refuses_host_conversion_and_iterates_positional_axes():
+    i, j = dims()
+    x = enp.ones((2, 3))[i, j]
+    host = r"got a DimArray with first-class dims \(i, j\) \(sizes \(2, 3\)\); make the dims positional first: x\.order"
+    for convert in (np.asarray, float, int, list, len):
+        with pytest.raises(ArgumentTypeError, match=host):
+            convert(x)
+    rows = enp.asarray(np.arange(6.0).reshape(2, 3))[:, j]  # positional (2,), dim j
+    assert len(rows) == 2
+    close(np.stack([r.order(j) for r in rows]), np.arange(6.0).reshape(2, 3))
+    index_error = r"a DimArray used as an index must hold integers, got float32 \(dims \(i,\)\)"
+    with pytest.raises(EmberIndexError, match=index_error):
+        enp.ones(3)[enp.zeros(2)[i]]

@@ -114,6 +114,30 @@ class DimArray:
         raise ArgumentTypeError(f"the truth value of a DimArray with dims {_names(self._dims)} is ambiguous; reduce "
                                 "it (.any(dim), .all(dim)) or use ember.dim.where")  # fmt: skip
 
+    def _no_host_value(self, what: str) -> ArgumentTypeError:
+        dims = ", ".join(d.name for d in self._dims)
+        return ArgumentTypeError(f"{what}: got a DimArray with first-class dims {_names(self._dims)} (sizes "
+                                 f"{tuple(d.size for d in self._dims)}); make the dims positional first: "
+                                 f"x.order({dims})")  # fmt: skip
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise self._no_host_value("numpy.asarray")  # not a 0-d object array holding the DimArray
+
+    def __float__(self) -> float:
+        raise self._no_host_value("float")
+
+    def __int__(self) -> int:
+        raise self._no_host_value("int")
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise self._no_host_value("len (it has no positional axes)")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        # Without it Python would iterate by x[0], x[1], ... and stop silently at the first index error.
+        return (self[k] for k in range(len(self)))
+
     # --- indexing and ordering ---------------------------------------------------------------------
 
     def __getitem__(self, index: Any) -> Any:
