@@ -167,7 +167,8 @@ def _shares_memory(a: Any, b: Any) -> bool:
 
 
 def _mover(source: Any, target: Any) -> Callable[[Any], Any]:
-    """How an uncommitted operand's buffer joins an operation on another device (through the host)."""
+    """How a buffer at `source` gets to `target`'s device (an uncommitted operand joining an operation,
+    `device_put`, a jitted call's argument): as it is when they share memory, else a copy."""
     if _shares_memory(source, target):
         return lambda buffer: buffer
     if source.backend is target.backend:  # two GPUs: a peer copy, not through the host

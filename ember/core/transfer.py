@@ -13,7 +13,7 @@ from ember.config import config
 from ember.core import devices as _devices
 from ember.core.array import Array, from_host, wrap
 from ember.core.devices import Device, Place
-from ember.core.primitive import Tracer, result_place
+from ember.core.primitive import Tracer, _mover, result_place
 from ember.core.pytree import tree_map
 
 __all__ = ["constant", "default_device", "device_put", "devices", "follow", "operands_place"]
@@ -52,14 +52,7 @@ def _put(x: Any, place: Place) -> Any:
         x = from_host(x, "device_put")
     if x._place is place:
         return x
-    source, target = x._place.backend, place.backend
-    value = x._value
-    if x._place.device != place.device and not (source is target is _devices.backends.cpu):
-        if source is target:  # GPU to GPU: a peer copy, not through the host
-            value = target.from_gpu(value, place.device.id)
-        else:
-            value = target.from_host(source.to_host(value), place.device.id)  # CPU devices share host memory
-    return wrap(value, x._weak, place)
+    return wrap(_mover(x._place, place)(x._value), x._weak, place)  # CPU devices share host memory: no copy
 
 
 def operands_place(op: str, *operands: Any) -> Place:

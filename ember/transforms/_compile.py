@@ -16,7 +16,7 @@ from typing import Any
 from ember.backends import Backend, cpu
 from ember.backends.codegen import Compiled, compile_program
 from ember.core.devices import Place
-from ember.core.primitive import Primitive, _shares_memory
+from ember.core.primitive import Primitive, _mover, _shares_memory
 from ember.core.staging import SubProgram, custom_jvp_call_p, custom_vjp_call_p
 
 __all__ = ["active_backend", "compiled_for", "compiled_sub", "on_place", "raw_impls", "raw_kernel", "run_raw"]
@@ -104,6 +104,4 @@ def on_place(x: Any, place: Place) -> Any:
     """The buffer of concrete Array `x` on `place`'s device (moved through the host if it is elsewhere)."""
     if _shares_memory(x._place, place):
         return x._value
-    if x._place.backend is place.backend:  # two GPUs: a peer copy, not through the host
-        return place.backend.from_gpu(x._value, place.device.id)
-    return place.backend.from_host(x._place.backend.to_host(x._value), place.device.id)
+    return _mover(x._place, place)(x._value)
