@@ -121,7 +121,9 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     # b = g * (N / groups) + n, lhs feature c = g * (C / groups) + i.
     x = xp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
     batch, channels = x.shape[0], x.shape[-1]
-    if batch_group_count > 1:
+    if groups == 1:
+        x = x[None]
+    elif batch_group_count > 1:
         x = x.reshape(groups, batch // groups, *x.shape[1:])
     else:
         x = xp.moveaxis(x.reshape(*x.shape[:-1], groups, channels // groups), -2, 0)
@@ -145,7 +147,9 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
         view = _as_strided(xp, x, shape, (s_group, s_batch, *moves, s_chan))
         kernel = xp.swapaxes(w.reshape(groups, out_features // groups, patch), 1, 2)  # (groups, patch, O / groups)
         out = _im2col_matmul(xp, view, kernel, 1 + n + 1)  # (groups, positions, O / groups)
-        out = xp.moveaxis(out, 0, -2).reshape(out_batch, *out_sp, out_features)
+        if groups > 1:
+            out = xp.moveaxis(out, 0, -2)
+        out = out.reshape(out_batch, *out_sp, out_features)
     # (N, spatial..., O) -> out_spec; left as a view: an NCHW result is NHWC in memory, which the
     # next convolution's channels-last transpose then gets for free.
     perm = [0] * (n + 2)
@@ -164,9 +168,9 @@ def _im2col_matmul(xp, view, kernel, lead):
     a time, which the matmul then reads from cache: ~1.7x faster than one copy through memory."""
     groups, patch, out_features = kernel.shape
     outer = view.shape[:lead]
-    unit = [math.prod(outer[a + 1 :]) * patch * view.itemsize for a in range(lead)]  # one index of axis a
-    if xp is not np or groups * unit[0] <= 2 * _IM2COL_BLOCK_BYTES:
+    if xp is not np or math.prod(outer) * patch * view.itemsize <= 2 * _IM2COL_BLOCK_BYTES:
         return xp.matmul(view.reshape(groups, -1, patch), kernel)
+    unit = [math.prod(outer[a + 1 :]) * patch * view.itemsize for a in range(lead)]  # one index of axis a
     # blocks of `step` indices of the outermost axis whose one index fits, for each index of those before
     # it; a block within a group keeps _IM2COL_MIN_ROWS rows at least (BLAS is slow on short matrices)
     axis = next((a for a in range(lead) if unit[a] <= _IM2COL_BLOCK_BYTES), lead - 1)
