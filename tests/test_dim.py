@@ -347,6 +347,15 @@ def test_unbound_sizes_that_cannot_be_inferred():
         enp.ones(6)[i, j]
 
 
+def test_positional_shapes_that_disagree_under_dims():
+    i = dims(1)
+    a, b = enp.ones((2, 3))[i], enp.ones((2, 4))[i]
+    with pytest.raises(ShapeError, match="do not broadcast") as err:
+        a + b
+    if hasattr(err.value, "add_note"):
+        assert "positional shapes are (3,), (4,), batched over dims (i,) of sizes (2,)" in "".join(err.value.__notes__)
+
+
 def test_dims_arguments():
     with pytest.raises(InvalidArgumentError, match=r"dims: n=3 but 2 sizes were given"):
         dims(3, sizes=[1, 2])

@@ -25,7 +25,7 @@ from ember._traceback import api_boundary
 from ember.core.array import Array
 from ember.core.pytree import register_node, tree_flatten, tree_map, tree_unflatten
 from ember.dim._dim import Dim
-from ember.errors import ArgumentTypeError, InvalidArgumentError
+from ember.errors import ArgumentTypeError, InvalidArgumentError, ShapeError
 from ember.transforms.vmap import vmap
 
 __all__ = ["DimArray", "apply", "dim_range", "lift", "softmax", "where"]
@@ -416,7 +416,17 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         # Inside the outer vmaps an operand holds its dims from `level` on, last: d's axis counts from the end.
         in_axes = tuple(-sum(e._id >= d._id for e in x._dims) if d in x._dims else None for x in operands)
         batched = vmap(batched, in_axes=in_axes, out_axes=-(n - level), axis_size=d.size)
-    out = batched(*[x._value for x in operands])
+    try:
+        out = batched(*[x._value for x in operands])
+    except ShapeError as err:
+        # The shapes in the message carry the dims' axes (vmap's batched shapes): say which are which.
+        name = getattr(fn, "__name__", "fn")
+        shapes = ", ".join(str(x.shape) for x in operands)
+        if not hasattr(err, "add_note"):  # Python 3.10
+            raise
+        err.add_note(f"in ember.dim.apply({name}): the operands' positional shapes are {shapes}, batched over "
+                     f"dims {_names(union)} of sizes {tuple(d.size for d in union)}")  # fmt: skip
+        raise
     if not union:
         return out
     return tree_map(lambda v: DimArray(v, union), out)
