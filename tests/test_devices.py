@@ -471,6 +471,15 @@ def test_results_made_from_shapes_stay_on_the_operands_device(name):
     assert_on(FROM_SHAPES[name](x), 2, committed=False)
 
 
+def test_arrays_committed_elsewhere_are_never_moved_to_the_inputs_device():
+    # A cotangent or a vmap output the user committed to another device stays there: only arrays made
+    # from constants (uncommitted) join the inputs' device.
+    x, c = on(A[0], 1), on(A[0], 2)
+    assert_on(ember.vjp(lambda u: u * 2, x)[1](c), 2)
+    assert_on(ember.vmap(lambda r: c)(on(A, 1)), 2)
+    assert_on(ember.jacrev(lambda u: c)(x), 1)  # a zero made from constants: the input's device
+
+
 def test_results_made_from_shapes_of_operands_on_two_devices_raise():
     with pytest.raises(DeviceError, match=r"^isin: .*on cpu:1.*on cpu:3.*ember\.device_put"):
         enp.isin(on(A, 1), on(B[:0], 3))

@@ -89,6 +89,7 @@ def follow(op: str, out: Any, *operands: Any) -> Any:
     """`out` (an Array, or a tuple or list of them), made without reading `operands` (an empty operand's
     shortcut, a constant for a dtype), moved to where `op` on `operands` leaves its result
     (`operands_place`): on their device, committed when they are, as JAX's ``full_like`` keeps its operand's.
+    An array of `out` committed to a device already stays there.
 
     >>> x = ember.device_put(enp.ones(0), "cpu:0")
     >>> follow("sum", enp.zeros(0), x).committed
@@ -98,8 +99,13 @@ def follow(op: str, out: Any, *operands: Any) -> Any:
     if place is None:  # traced operands: the transform places its outputs
         return out
     if isinstance(out, (tuple, list)):
-        return type(out)(_put(o, place) if type(o) is Array else o for o in out)
-    return _put(out, place) if type(out) is Array else out
+        return type(out)(_follower(o, place) for o in out)
+    return _follower(out, place)
+
+
+def _follower(x: Any, place: Place) -> Any:
+    # Only an uncommitted array moves: one the user committed elsewhere stays there (never a silent copy).
+    return _put(x, place) if type(x) is Array and not x._place.committed else x
 
 
 class _DefaultDeviceBlock:

@@ -68,6 +68,8 @@ def _basis(leaves: Sequence[Any], total: int) -> list[Array]:
 
 
 def _placed(block: Any, x: Any, y: Any) -> Any:
+    if type(block) is Array and block._place.committed:  # on a device already: never a silent copy
+        return block
     for leaf in (x, y):
         if type(leaf) is Array and leaf._place.committed:
             return _put(block, leaf._place)  # (a traced block is returned as it is)
