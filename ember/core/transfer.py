@@ -124,7 +124,7 @@ class _DefaultDeviceBlock:
         config.update("default_device", self._stack.pop())
 
 
-def default_device(device: Any = _UNSET) -> Any:
+def default_device(device: Device | str | None | object = _UNSET) -> Device | _DefaultDeviceBlock:
     """With no argument, the device new arrays go to; with one, a context manager making `device`
     (a `Device` or a name such as ``"cuda:0"``; None for the platform's first) the default inside its block.
 
