@@ -76,8 +76,10 @@ def _matmul_fast(x1: Array, x2: Array) -> Array | None:
     if x.ndim == 0 or y.ndim == 0 or x.shape[-1] != y.shape[max(y.ndim - 2, 0)]:
         return None
     if y.ndim <= 2:  # the kernel's plain matrix/vector product, (..., k) as one 2-D matrix
-        out = np.dot(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim > 2 else x, y)
-        out = out.reshape(x.shape[:-1] + y.shape[1:])
+        if x.ndim <= 2:
+            out = np.dot(x, y)
+        else:
+            out = np.dot(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
     elif x.shape[:-2] == y.shape[:-2] and x.shape[-1] != 1:  # one batch of matrix products
         batch, (m, k), n = x.shape[:-2], x.shape[-2:], y.shape[-1]
         nb = math.prod(batch)
