@@ -18,7 +18,7 @@ import ember
 import ember.numpy as enp
 from ember import backends
 
-INSTALL_CUDA = "pip install 'ember[cuda]' (it brings cupy-cuda13x; no compiler is needed)"
+INSTALL_CUDA = backends.INSTALL_CUDA
 
 
 def _best_of(stmt, number: int = 4000, repeat: int = 7) -> float:
@@ -46,14 +46,6 @@ def eager_overhead_table() -> list[tuple[str, float, float]]:
         t_np = min(_best_of(theirs, repeat=1) for _ in range(5))
         rows.append((name, t_ours, t_np))
     return rows
-
-
-def _import_cupy() -> ModuleType | None:
-    try:
-        import cupy
-    except ImportError:
-        return None
-    return cupy
 
 
 def cuda_version(encoded: int) -> str:
@@ -127,7 +119,7 @@ def device_report(cupy: ModuleType | None | object = _FIND) -> list[str]:
     lines = [f"default device: {ember.default_device()}"]
     lines += [f"{str(d):7s} the host, NumPy {np.__version__}" for d in cpus]
     lines.append(f"{len(cpus)} CPU device{'s' if len(cpus) > 1 else ''} (EMBER_NUM_CPU_DEVICES=n makes n)")
-    return lines + cuda_report(_import_cupy() if cupy is _FIND else cupy)
+    return lines + cuda_report(backends._cupy() if cupy is _FIND else cupy)
 
 
 def main() -> None:

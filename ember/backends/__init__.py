@@ -69,6 +69,9 @@ def _make_cpu() -> Backend:
 cpu = _make_cpu()
 
 
+INSTALL_CUDA = "pip install 'ember[cuda]' (it brings cupy-cuda13x; no compiler is needed)"
+
+
 @functools.cache
 def _cupy() -> ModuleType | None:
     try:
@@ -83,8 +86,7 @@ def cuda() -> Backend:
     """The CUDA backend (built once, on first use); `DeviceError` with the install command without CuPy."""
     cupy = _cupy()
     if cupy is None:
-        raise DeviceError("the cuda platform needs CuPy, which is not installed: pip install 'ember[cuda]' "
-                          "(it brings cupy-cuda13x; no compiler is needed)")
+        raise DeviceError(f"the cuda platform needs CuPy, which is not installed: {INSTALL_CUDA}")
     from ember.backends.cuda_backend import make_backend  # (a module named cuda would shadow this function)
 
     return make_backend(cupy)
