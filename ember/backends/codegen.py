@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -94,10 +94,12 @@ class Namer:
     """The names a generated function refers to, shared by this compiler and the CUDA one (codegen_cuda.py):
     `var_name` (variable -> its name), `ops` (name -> kernel, bound as ``ops.<name>``), `consts` (name ->
     a value without a literal) and `literals` (source text -> the name it is bound to once, above the
-    function). `kernel_for(primitive)` gives the kernel an ``ops.`` name refers to (None: no kernel)."""
+    function). `kernel_for(primitive)` gives the kernel an ``ops.`` name refers to (None: no kernel);
+    `names` the variables' names, in order."""
 
-    def __init__(self, kernel_for: Callable[[Any], Any] | None):
+    def __init__(self, kernel_for: Callable[[Any], Any] | None, names: Iterator[str]):
         self.kernel_for = kernel_for
+        self.names = names
         self.var_name: dict[Any, str] = {}
         self.ops: dict[str, Any] = {}
         self.consts: dict[str, Any] = {}
@@ -134,6 +136,17 @@ class Namer:
         ops[ident] = fn
         return f"ops.{ident}"
 
+    def assignment(self, eqn: Any, call: str) -> str:
+        """The line ``    <eqn's outputs> = <call>``, naming the outputs."""
+        for v in eqn.outvars:
+            self.var_name[v] = next(self.names)
+        outs = [self.var_name[v] for v in eqn.outvars]
+        if eqn.primitive.multiple_results:
+            target = f"{outs[0]}," if len(outs) == 1 else ", ".join(outs) if outs else "_"
+        else:
+            target = outs[0]
+        return f"    {target} = {call}"
+
 
 def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program",
                     donated: Sequence[int] = ()) -> Compiled:  # fmt: skip
@@ -153,8 +166,8 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         d = np.multiply(c, a, out=c)
         return [d]
     """
-    names = _names()
-    namer = Namer(kernel_for)
+    namer = Namer(kernel_for, _names())
+    names = namer.names
     var_name, ops, consts, literals = namer.var_name, namer.ops, namer.consts, namer.literals
     name_of, param, op_name = namer.name_of, namer.param, namer.op_name
 
@@ -245,14 +258,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             call = f"{fn}({', '.join(args)}, out={buffer})"
         else:
             call = f"{op_name(eqn.primitive)}({', '.join(args)})"
-        for v in eqn.outvars:
-            var_name[v] = next(names)
-        outs = [var_name[v] for v in eqn.outvars]
-        if eqn.primitive.multiple_results:
-            target = f"{outs[0]}," if len(outs) == 1 else ", ".join(outs) if outs else "_"
-        else:
-            target = outs[0]
-        lines.append(f"    {target} = {call}")
+        lines.append(namer.assignment(eqn, call))
     if kept or recycled:  # take the program's buffers first, give them back last
         held = [*(f"_k{j}" for j in range(len(kept))), *(f"_o{j}" for j in range(len(recycled)))]
         lines[1:1] = ["    _k = _arena.take()", f"    {', '.join(held)}, = _k"]

@@ -203,8 +203,8 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
         return [b]
     <BLANKLINE>
     """
-    names = (n for n in _names() if n != "xp")
-    namer = Namer(kernel_for)
+    namer = Namer(kernel_for, (n for n in _names() if n != "xp"))
+    names = namer.names
     var_name, ops, consts, literals = namer.var_name, namer.ops, namer.consts, namer.literals
     name_of, param, op_name = namer.name_of, namer.param, namer.op_name
     kernels: list[KernelSpec] = []
@@ -268,14 +268,7 @@ def generate(program: Any, kernel_for: Callable[[Any], Any] | None = None, name:
         args = [name_of(v) for v in eqn.inputs]
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
         call = f"{op_name(eqn.primitive)}({', '.join(args)})"
-        for v in eqn.outvars:
-            var_name[v] = next(names)
-        outs = [var_name[v] for v in eqn.outvars]
-        if eqn.primitive.multiple_results:
-            target = f"{outs[0]}," if len(outs) == 1 else ", ".join(outs) if outs else "_"
-        else:
-            target = outs[0]
-        lines.append(f"    {target} = {call}")
+        lines.append(namer.assignment(eqn, call))
     returned = [name_of(v) if type(v).__name__ == "Var" else f"xp.asarray({name_of(v)})" for v in program.outvars]
     lines.append(f"    return [{', '.join(returned)}]")
     head = [f"{key} = {text}" for text, key in literals.items()]
