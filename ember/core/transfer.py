@@ -57,8 +57,9 @@ def _put(x: Any, place: Place) -> Any:
 
 def operands_place(op: str, *operands: Any) -> Place:
     """Where operation `op` on `operands` leaves its result (`result_place`: their committed device, else
-    the first array's), for a result made without reading them: from their shapes, or a constant. With a
-    traced operand, or no array, the default device's: a transform places its outputs itself.
+    that of the first array away from the default device, else the default's), for a result made without
+    reading them: from their shapes, or a constant. With a traced operand, or no array, the default
+    device's: a transform places its outputs itself.
 
     >>> operands_place("zeros_like", ember.device_put(enp.ones(2), "cpu:0"))
     Place(cpu:0, committed)
