@@ -471,6 +471,17 @@ def test_results_made_from_shapes_stay_on_the_operands_device(name):
     assert_on(FROM_SHAPES[name](x), 2, committed=False)
 
 
+def test_derivatives_of_uncommitted_inputs_away_from_the_default_stay_on_their_device():
+    # As an array from a GPU library (uncommitted on its GPU): its gradient is not computed on the default device.
+    with ember.default_device("cpu:1"):
+        x = enp.asarray(A[0])
+    assert_on(ember.grad(lambda u: (2.0 * u).sum())(x), 1, committed=False)
+    assert_on(ember.grad(lambda u: enp.ones(3).sum())(x), 1, committed=False)
+    assert_on(ember.vjp(lambda u: u * 2, x)[1](enp.ones(3)), 1, committed=False)
+    assert_on(ember.jacrev(lambda u: u * 2)(x), 1, committed=False)
+    assert_on(ember.jacfwd(lambda u: u * 2)(x), 1, committed=False)
+
+
 def test_arrays_committed_elsewhere_are_never_moved_to_the_inputs_device():
     # A cotangent or a vmap output the user committed to another device stays there: only arrays made
     # from constants (uncommitted) join the inputs' device.

@@ -218,10 +218,9 @@ def _pull_back(op: str, lin: Linearized, out_tree, in_tree, ct: Any, free_residu
 
 def _where_primal_is(ct: Any, primal: Any) -> Any:
     # A cotangent lives where its primal does: one made from constants alone (a zero, a linear map's
-    # coefficient) joins a committed primal's device instead of staying on the default one. A cotangent
-    # committed to a device (the user's) stays there: never a silent copy.
-    if (type(ct) is Array and type(primal) is Array and primal._place.committed and not ct._place.committed
-            and ct._place is not primal._place):  # fmt: skip
+    # coefficient) joins its primal's device instead of staying on the default one, committed when the
+    # primal is. A cotangent committed to a device (the user's) stays there: never a silent copy.
+    if type(ct) is Array and type(primal) is Array and not ct._place.committed and ct._place is not primal._place:
         return _put(ct, primal._place)
     return ct
 

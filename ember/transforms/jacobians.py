@@ -73,6 +73,8 @@ def _placed(block: Any, x: Any, y: Any) -> Any:
     for leaf in (x, y):
         if type(leaf) is Array and leaf._place.committed:
             return _put(block, leaf._place)  # (a traced block is returned as it is)
+    if type(x) is Array and type(block) is Array and block._place is not x._place:
+        return _put(block, x._place)  # an uncommitted input away from the default device (a GPU library's array)
     return block
 
 
@@ -99,8 +101,8 @@ def _float0_zeros(shape: tuple[int, ...]) -> np.ndarray:
 def _nest(out_tree, in_tree, argnums, blocks: list[list[Any]], ins: Sequence[Any] = (), outs: Sequence[Any] = ()) -> Any:
     """The Jacobian pytree: output structure outside, the differentiated arguments' inside
     (one argument's structure for an int `argnums`, a tuple of them for a tuple). A block goes to the
-    device its input (else its output) is committed to: one computed from constants alone (the basis,
-    a linear map's coefficients) would otherwise land on the default device."""
+    device its input (else its output) is committed to, else to its input's: one computed from constants
+    alone (the basis, a linear map's coefficients) would otherwise land on the default device."""
     if ins:
         blocks = [[_placed(b, x, y) for b, x in zip(row, ins)] for row, y in zip(blocks, outs)]
     inner = [tree_unflatten(in_tree, row) for row in blocks]
