@@ -13,7 +13,6 @@ a GPU.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any

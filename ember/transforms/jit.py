@@ -265,11 +265,8 @@ class _Entry:
         return compiled_for(self.sub, self.place.backend)
 
     def donating(self, donated: tuple[int, ...]) -> Compiled:
-        """The program compiled to write results into the buffers of the inputs at `donated`."""
-        key = ("donate", donated)
-        if key not in self.sub.derived:
-            self.sub.derived[key] = compiled_for(self.sub, self.place.backend, donated)
-        return self.sub.derived[key]
+        """The program compiled to write results into the buffers of the inputs at `donated` (kept on `sub`)."""
+        return compiled_for(self.sub, self.place.backend, donated)
 
     def run_donating(self, leaves: Sequence[Array], donated: tuple[int, ...]) -> list[Array]:
         """Run with the buffers of `leaves[donated]` given up to the program, and delete those arrays.
