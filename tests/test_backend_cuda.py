@@ -665,7 +665,8 @@ def test_op_db_entries_run_on_a_fake_gpu(op, two_fake_gpus):
                 try:
                     got = outputs_of(op.op(*args, **sample.kwargs))
                 except Exception as err:
-                    if _in_cuda_compiler(err):  # control flow's sub-programs: fused kernels, CUDA graphs
+                    # control flow's sub-programs: fused kernels, CUDA graphs (any other error is a failure)
+                    if _in_cuda_compiler(err) and "compile with xp=cupy" in str(err):
                         pytest.skip(f"control flow runs code of the CUDA compiler, which needs CuPy ({err})")
                     raise
                 moved = any(isinstance(a, ember.Array) or isinstance(a, (list, tuple)) and a and

@@ -413,15 +413,13 @@ def test_control_flow_runs_sub_programs_compiled_by_the_running_backend(tmp_path
 
 
 class _FakeArray(np.ndarray):
-    device = SimpleNamespace(id=0)
-
     @property
-    def data(self):  # CuPy's MemoryPointer, as far as a device-to-device copy goes
+    def data(self):  # CuPy's MemoryPointer, as far as its device and a device-to-device copy go
         def copy_from_device_async(src, size, stream):
             assert size == self.nbytes
             self[...] = src.array
 
-        return SimpleNamespace(array=self, copy_from_device_async=copy_from_device_async)
+        return SimpleNamespace(array=self, device_id=0, copy_from_device_async=copy_from_device_async)
 
 
 class _FakeCupy:

@@ -54,7 +54,7 @@ def make_backend(cupy: ModuleType) -> Backend:
 
 
 class CudaBackend(Backend):
-    """The ``cuda`` platform: `xp` is CuPy, buffers are ``cupy.ndarray``s on GPU ``buffer.device.id``.
+    """The ``cuda`` platform: `xp` is CuPy, buffers are ``cupy.ndarray``s on GPU ``buffer.data.device_id``.
 
     >>> CudaBackend.__mro__[1].__name__
     'Backend'

@@ -80,7 +80,7 @@ class Graphed:
         xp = self.xp
         if self.failed is not None or not all(isinstance(b, xp.ndarray) for b in buffers):
             return self.fn(*buffers)
-        device = buffers[0].device.id if buffers else xp.cuda.Device().id
+        device = buffers[0].data.device_id if buffers else xp.cuda.Device().id  # as the backend reads it
         capture = self.captures.get(device)
         specs = [(b.shape, b.dtype) for b in buffers]
         if capture is None:
