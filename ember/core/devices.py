@@ -169,17 +169,20 @@ def default_device() -> Device:
     return current.place.device
 
 
+def _default_place(chosen: Any, op: str) -> Place:
+    """The uncommitted place of the device ``config.default_device`` names (`chosen`), or of the platform's first."""
+    return place_of(_platform_default() if chosen is None else resolve(chosen, op), False)
+
+
 def _on_update(name: str, value: Any) -> None:
     if name == "default_device":
-        device = _platform_default() if value is None else resolve(value, "ember.default_device")
-        current.place = place_of(device, False)
+        current.place = _default_place(value, "ember.default_device")
     elif name == "num_cpu_devices":
         if value < 1:
             raise InvalidArgumentError(f"ember.config: num_cpu_devices must be at least 1, got {value}")
-        chosen = config.default_device  # it may have been one of the CPU devices taken away
-        current.place = place_of(_platform_default() if chosen is None else resolve(chosen, "num_cpu_devices"), False)
+        # the default device may have been one of the CPU devices taken away
+        current.place = _default_place(config.default_device, "num_cpu_devices")
 
 
 config.on_update(_on_update)
-current.place = place_of(_platform_default() if config.default_device is None else resolve(config.default_device,
-                         "EMBER_PLATFORM"), False)  # fmt: skip
+current.place = _default_place(config.default_device, "EMBER_PLATFORM")
