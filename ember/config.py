@@ -41,6 +41,11 @@ class Config:
         ``EMBER_NUM_CPU_DEVICES``): several let multi-device code run, and be tested, without a GPU.
       default_device: where new arrays go: None (the first device of ``EMBER_PLATFORM``, else the CPU),
         a `Device` or its name such as ``"cpu:1"`` (`ember.default_device` sets it for a block).
+      memory_budget: the bytes ``chunk_size="auto"`` may use for one chunk's peak (default None: half of
+        the memory available now, from ``/proc/meminfo`` on the CPU and the device's free memory on
+        CUDA; or ``EMBER_MEMORY_BUDGET`` in bytes).
+      collective_timeout: seconds a collective across processes waits for every rank to arrive before
+        it raises, naming the ranks that did not (default 60, or ``EMBER_COLLECTIVE_TIMEOUT``).
     """
 
     _defaults: dict[str, Any] = {
@@ -51,8 +56,10 @@ class Config:
         "debug_nans": False,
         "num_cpu_devices": int(os.environ.get("EMBER_NUM_CPU_DEVICES", "1") or 1),
         "default_device": None,
+        "memory_budget": int(os.environ["EMBER_MEMORY_BUDGET"]) if os.environ.get("EMBER_MEMORY_BUDGET") else None,
+        "collective_timeout": float(os.environ.get("EMBER_COLLECTIVE_TIMEOUT", "60") or 60),
     }
-    _any_type = frozenset({"default_device"})  # checked by ember/core/devices.py's listener instead
+    _any_type = frozenset({"default_device", "memory_budget"})  # checked by their own rules (devices.py's listener, below)
 
     def __init__(self) -> None:
         # Options are plain instance attributes: reading one is on ember's hot paths.
@@ -76,6 +83,10 @@ class Config:
         if name not in self._defaults:
             raise AttributeError(f"ember.config has no option {name!r}; options: {sorted(self._defaults)}")
         expected = type(self._defaults[name])
+        if name == "memory_budget" and value is not None and (type(value) is not int or value < 1):
+            raise TypeError(f"ember.config option 'memory_budget' takes a positive int (bytes) or None, got {value!r}")
+        if name == "collective_timeout" and not value > 0:
+            raise TypeError(f"ember.config option 'collective_timeout' takes a positive float (seconds), got {value!r}")
         if name not in self._any_type and not isinstance(value, expected):
             raise TypeError(f"ember.config option {name!r} takes a {expected.__name__}, got {value!r}")
         previous = self.__dict__[name]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.backends import communicators as _communicators
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.ad import Zero, deflinear, defnondiff, instantiate
@@ -46,14 +47,17 @@ def _bound_names(stack: list[Trace]) -> list[Any]:
     return [t.axis_name for t in stack if getattr(t, "axis_name", None) is not None]
 
 
-def axis_frame(axis_name: Any, op: str) -> Trace:
-    """The innermost active batching trace named `axis_name` (raises `UnboundAxisNameError` when none is)."""
+def axis_frame(axis_name: Any, op: str) -> Any:
+    """The innermost active batching trace named `axis_name`, else the processes' communicator bound to
+    that name by `ember.distributed.initialize` (raises `UnboundAxisNameError` when neither is)."""
     stack = trace_stack()
     if axis_name is not None:
         for trace in reversed(stack):
             if getattr(trace, "axis_name", None) == axis_name:
                 return trace
-    bound = _bound_names(stack)
+        if axis_name in _communicators.bound:
+            return _communicators.bound[axis_name]
+    bound = _bound_names(stack) + [name for name in _communicators.bound if name is not None]
     if axis_name is None:
         raise UnboundAxisNameError(f"{op}: unbound axis name None: a collective needs the name of a vmap axis; give the vmap "
                                    "one (vmap(f, axis_name='i')) and pass it here")  # fmt: skip
@@ -74,6 +78,10 @@ class Collective(Primitive):
         frame = axis_frame(axis_name, self.name)
         self.abstract_eval(*[x.aval for x in args], axis_name=axis_name, **params)  # ember's own shape/dtype errors
         params = {"axis_name": axis_name, **params}
+        if frame.level < 0:
+            # Bound to the processes: an ordinary primitive, seen by every transform here; its kernel
+            # communicates.
+            return Primitive.bind(self, *args, **params)
         top = find_top_trace(args, stack)
         if top is None or top.level < frame.level:
             # Nothing above the named trace is involved: hand the collective to it directly, the operands
