@@ -21,11 +21,13 @@ __all__ = [
     "DeletedArrayError",
     "DeviceError",
     "DeviceMemoryError",
+    "DistributedError",
     "EmberError",
     "EmberIndexError",
     "EmberOverflowError",
     "ImmutableArrayError",
     "InvalidArgumentError",
+    "MemoryBudgetError",
     "NaNError",
     "ShapeError",
     "TracerLeakError",
@@ -114,3 +116,15 @@ class DeviceMemoryError(EmberError, MemoryError):
     """A GPU ran out of memory: the message names the operation, its operands' shapes and dtypes and the
     bytes asked for, and how to need less (``chunk_size=`` on vmap / jacrev / jacfwd, a smaller batch,
     deleting arrays no longer used). A ``MemoryError``."""
+
+
+class MemoryBudgetError(EmberError, MemoryError):
+    """``chunk_size="auto"`` cannot fit the computation into ``ember.config.memory_budget``: even one example
+    at a time needs more. The message gives the estimated peak of one example and the budget, and what to do
+    (raise the budget, a smaller problem). A ``MemoryError``."""
+
+
+class DistributedError(EmberError, RuntimeError):
+    """Processes disagree or cannot meet: a collective whose operands differ in shape or dtype across ranks
+    (each rank's named), ranks that did not reach a collective within ``ember.config.collective_timeout``
+    (named), ``ember.distributed.initialize`` called twice, or no MPI to run on. A ``RuntimeError``."""
