@@ -687,3 +687,19 @@ def test_grad_of_jit_splits_the_program_once_into_primal_and_linear_parts():
     primal_out, tangent_out = ember.jvp(lambda x: f(x, enp.asarray(3.0)), (enp.asarray(x),), (enp.ones(7),))
     np.testing.assert_allclose(float(primal_out), float(np.sum(np.sin(x) ** 2) * 3.0), rtol=1e-5)
     np.testing.assert_allclose(float(tangent_out), float(np.sum(3.0 * 2 * np.sin(x) * np.cos(x))), rtol=1e-5)
+
+
+def test_numpy_arguments_on_the_fast_lane_are_copied_and_converted():
+    # A repeated call with NumPy arguments skips flattening; it must still copy (the identity returns its
+    # input buffer) and convert to the signature's dtype (float64 -> float32 while x64 is off).
+    ident = ember.jit(lambda a, b: (a, a + b))
+    x = np.arange(4.0)  # float64
+    y = np.ones(4, np.float32)
+    for _ in range(3):  # the second and third calls take the fast lane
+        same, total = ident(x, y)
+        assert same.dtype == total.dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(total), np.arange(4.0) + 1)
+    x[0] = 100.0  # the caller mutates its array: the result made from it does not change
+    np.testing.assert_array_equal(np.asarray(same), np.arange(4.0))
+    np.testing.assert_array_equal(np.asarray(ident(x, y)[1]), x + 1)
+    assert ident.trace_count == 1

@@ -149,6 +149,9 @@ def _as_array(x: Any, what: str, op: str) -> Array:
         ) from err
 
 
+_HOST = "host"  # a fast-lane key's mark for a NumPy argument (keyed by its own dtype, not a place)
+
+
 class _Signature(NamedTuple):
     tree: Any
     avals: tuple[tuple, ...]  # (shape, dtype, weak_type) per leaf
@@ -383,7 +386,12 @@ class Jitted:
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
         arrays = []
         for i, x in enumerate(leaves):
-            arrays.append(x if isinstance(x, Array) else _as_array(x, self._leaf_path(args, kwargs, i), self._name))
+            if not isinstance(x, Array):
+                try:
+                    x = from_host(x, self._name)
+                except Exception:  # noqa: BLE001 - _as_array says which argument, a path built only now
+                    x = _as_array(x, self._leaf_path(args, kwargs, i), self._name)
+            arrays.append(x)
         avals = tuple((x.shape, x.dtype, x.weak_type) for x in arrays)
         concrete = [x for x in arrays if not isinstance(x, Tracer)]
         if len({x._place for x in concrete if x._place.committed}) > 1:
@@ -498,27 +506,34 @@ class Jitted:
         try:
             # The fast lane: positional Array arguments, no transform active. The key is what the
             # signature would be (a flat tuple of leaves has one pytree structure per length).
+            # NumPy arrays (data batches usually are) take it too: keyed by their own dtype, copied into the
+            # signature's dtype (a copy, as from_host makes: a result may be the input buffer itself).
             if not kwargs and not _state.stack and not self.donate_argnums:
                 key: list[Any] = [config.enable_x64, _devices.current.place]
                 for x in args:
-                    if type(x) is not Array:
+                    kind = type(x)
+                    if kind is Array:
+                        key.append((x._value.shape, x._value.dtype, x._weak, x._place))
+                    elif kind is np.ndarray:
+                        key.append((x.shape, x.dtype, _HOST))
+                    else:
                         break
-                    key.append((x._value.shape, x._value.dtype, x._weak, x._place))
                 else:
                     hit = self._fast.get(tuple(key))
                     if hit is not None and not (config.disable_jit or config.debug_nans):
                         entry, sig = hit
                         self._cache.move_to_end(sig)
-                        outs = _wrap_outputs(entry.fn(*entry.const_buffers, *[x._value for x in args]), entry.out_avals,
-                                             entry.place)
+                        values = [x._value if type(x) is Array else np.array(x, a[1]) for x, a in zip(args, sig.avals)]
+                        outs = _wrap_outputs(entry.fn(*entry.const_buffers, *values), entry.out_avals, entry.place)
                         return outs[0] if entry.single else tree_unflatten(entry.out_tree, outs)
             if config.disable_jit:
                 return self.fun(*args, **kwargs)
             entry, arrays, sig = self._lookup(args, kwargs)
-            if not kwargs and sig in self._cache and all(type(x) is Array for x in args):
-                if all(_shares_memory(x._place, entry.place) for x in args):  # (else run() moves them)
-                    self._fast[(sig.x64, _devices.current.place, *[(*a, x._place) for a, x in zip(sig.avals, args)])] = (
-                        entry, sig)
+            if not kwargs and sig in self._cache and all(type(x) in (Array, np.ndarray) for x in args):
+                if all(_shares_memory(x._place, entry.place) for x in args if type(x) is Array):  # (else run() moves them)
+                    self._fast[(sig.x64, _devices.current.place,
+                                *[(*a, x._place) if type(x) is Array else (x.shape, x.dtype, _HOST)
+                                  for a, x in zip(sig.avals, args)])] = (entry, sig)
             donated = self._donated_leaves(args) if self.donate_argnums else ()
             if donated and entry.const_buffers is not None and not _state.stack and not config.debug_nans:
                 # Not under a transform (as in JAX), nor with debug_nans on (it may run the program again).
