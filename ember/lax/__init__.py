@@ -37,6 +37,7 @@ from ember.lax._indexing import (
     scatter_mul,
 )
 from ember.lax._parallel import all_gather, axis_index, pmax, pmean, pmin, psum
+from ember.lax._parallel import all_to_all, ppermute, pshuffle, psum_scatter, reduce_scatter
 from ember.lax._sorting import *
 from ember.lax._sorting import __all__ as _sorting_all
 from ember.lax._structural import (
@@ -76,5 +77,6 @@ __all__ = [*_elementwise_all, *_sorting_all, "argmax", "argmin", "broadcast", "b
            "dynamic_update_slice", "dynamic_update_slice_in_dim", "gather", "index_in_dim", "scatter", "scatter_add",
            "scatter_max", "scatter_min", "scatter_mul", "ConvDimensionNumbers", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_transpose", "conv_with_general_padding", "reduce_window", "all_gather",
-           "axis_index", "pmax", "pmean", "pmin", "psum", "FftType", "fft", "cond", "fori_loop", "map", "scan", "switch",
+           "axis_index", "pmax", "pmean", "pmin", "psum", "all_to_all", "ppermute", "pshuffle", "psum_scatter",
+           "reduce_scatter", "FftType", "fft", "cond", "fori_loop", "map", "scan", "switch",
            "while_loop"]  # fmt: skip

@@ -3,6 +3,7 @@
 from ember.core.primitives import (
     bitwise,
     collective,
+    collective_exchange,
     contraction,
     conv,
     eigen,

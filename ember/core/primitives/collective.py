@@ -1,4 +1,5 @@
-"""Collectives over a named vmap axis: psum, pmean, pmax, pmin, all_gather, axis_index.
+"""Collectives over a named vmap axis: psum, pmean, pmax, pmin, all_gather, axis_index (psum_scatter,
+ppermute and all_to_all: collective_exchange.py).
 
 Inside ``vmap(f, axis_name="i")`` the examples of axis "i" can see each other:
 ``psum(x, "i")`` is, in every example, the sum of `x` over all the examples. As
@@ -19,7 +20,7 @@ per-example values and keeps that trace's batch axis where it is.
 Transforms above the vmap (jvp, linearize, staging) see an ordinary primitive:
 psum and pmean are linear and their own transposes (as in JAX), pmax/pmin
 differentiate through the examples that attain the extremum, all_gather
-transposes to a psum followed by taking this example's slice (psum_scatter),
+transposes to psum_scatter (the sum over the examples, this example's slice),
 and axis_index is an integer with no derivative.
 """
 
@@ -247,18 +248,12 @@ pmin_p.jvp = _chooser_jvp(pmin_p)
 
 def _all_gather_transpose(ct, x, *, axis_name, axis_size, axis, tiled):
     # Example i's slice of the gathered value is x_i in every example j, so x_i's cotangent is the sum over
-    # j of slice i of ct_j: a psum, then this example's slice (JAX's psum_scatter).
+    # j of slice i of ct_j: psum_scatter (its module imports this one).
+    from ember.core.primitives.collective_exchange import reduce_scatter_p
+
     if type(ct) is Zero:
         return [Zero(x.aval)]
-    total = psum_p.bind(ct, axis_name=axis_name)
-    if tiled:
-        split = (*total.shape[:axis], axis_size, total.shape[axis] // axis_size, *total.shape[axis + 1 :])
-        total = _st.reshape_p.bind(total, new_sizes=split, dimensions=None)
-    me = axis_index_p.bind(axis_name=axis_name)
-    ids = _st.iota_p.bind(dtype=dtypes.int32, shape=(axis_size,), dimension=0)
-    mine = _ew.convert_element_type_p.bind(_bw.eq_p.bind(ids, me), new_dtype=total.dtype, weak_type=False)
-    mask = _st.broadcast_in_dim_p.bind(mine, shape=total.shape, broadcast_dimensions=(axis,))
-    return [_rd.reduce_sum_p.bind(_ew.mul_p.bind(total, mask), axes=(axis,))]
+    return [reduce_scatter_p.bind(ct, axis_name=axis_name, axis_size=axis_size, scatter_dimension=axis, tiled=tiled)]
 
 
 deflinear(all_gather_p, _all_gather_transpose)
