@@ -1,4 +1,5 @@
-"""op_db entries for the collectives (`lax.psum pmean pmax pmin all_gather axis_index`).
+"""op_db entries for the collectives (`lax.psum pmean pmax pmin all_gather axis_index psum_scatter ppermute
+pshuffle all_to_all`).
 
 A collective only means something inside ``vmap(..., axis_name=...)``, so each entry's `op`
 wraps the call in ``ember.vmap(..., axis_name="i")`` over the first axis of its operand, and
@@ -84,6 +85,77 @@ def _all_gather_samples(rng, dtype):
             out.append(Sample((make_array(rng, s, dtype),), dict(kwargs)))
     return out
 
+
+# --- the collectives that exchange pieces: each reference loops over the receiving examples ---------------
+
+
+def ref_psum_scatter(x, scatter_dimension=0, tiled=False):
+    n, d = x.shape[0], scatter_dimension % (x.ndim - 1)
+    total = np.sum(x, axis=0, dtype=x.dtype)  # integers wrap, as psum's sums do
+    if tiled:
+        size = total.shape[d] // n
+        return np.stack([np.take(total, range(i * size, (i + 1) * size), axis=d) for i in range(n)])
+    return np.stack([np.take(total, i, axis=d) for i in range(n)])
+
+
+def _psum_scatter_samples(rng, dtype):
+    cases = [((3, 3), {}), ((4, 4, 2), {}), ((2, 3, 2), {"scatter_dimension": 1}), ((2, 2, 0), {}),
+             ((3, 2, 3), {"scatter_dimension": -1}), ((2, 4), {"tiled": True}),
+             ((3, 2, 6), {"scatter_dimension": 1, "tiled": True}), ((1, 3), {"tiled": True})]  # fmt: skip
+    return [Sample((make_array(rng, s, dtype),), kw) for s, kw in cases]
+
+
+def ref_ppermute(x, perm):
+    out = np.zeros_like(x)
+    for src, dst in perm:
+        out[dst] = x[src]
+    return out
+
+
+def _ppermute_samples(rng, dtype):
+    cases = [((3,), ((0, 1), (1, 2), (2, 0))), ((4, 2), ((3, 0), (0, 3), (1, 2))), ((2, 0), ((0, 1),)),
+             ((2, 2, 3), ((1, 0),)), ((3, 2), ()), ((1,), ((0, 0),))]  # fmt: skip
+    return [Sample((make_array(rng, s, dtype), perm)) for s, perm in cases]
+
+
+def ref_pshuffle(x, perm):
+    return x[list(perm)]
+
+
+def _pshuffle_samples(rng, dtype):
+    return [Sample((make_array(rng, s, dtype), perm)) for s, perm in (((3,), (2, 0, 1)), ((4, 2), (1, 0, 3, 2)), ((1, 0), (0,)))]
+
+
+def ref_all_to_all(x, split_axis, concat_axis, tiled=False):
+    n, a, c = x.shape[0], split_axis % (x.ndim - 1), concat_axis % (x.ndim - 1)
+    received = []
+    for i in range(n):
+        if tiled:
+            size = x.shape[1 + a] // n
+            pieces = [np.take(x[j], range(i * size, (i + 1) * size), axis=a) for j in range(n)]
+            received.append(np.concatenate(pieces, axis=c))
+        else:
+            received.append(np.stack([np.take(x[j], i, axis=a) for j in range(n)], axis=c))
+    return np.stack(received)
+
+
+def _all_to_all_samples(rng, dtype):
+    cases = [((3, 3), (0, 0), {}), ((2, 2, 3), (0, 1), {}), ((3, 2, 3), (1, 0), {}), ((2, 2, 0), (0, 1), {}),
+             ((2, 2, 2), (-1, -1), {}), ((2, 4, 3), (0, 1), {"tiled": True}), ((3, 2, 3, 6), (2, 0), {"tiled": True}),
+             ((2, 2, 2), (1, 1), {"tiled": True})]  # fmt: skip
+    return [Sample((make_array(rng, s, dtype), *axes), kw) for s, axes, kw in cases]
+
+
+register(
+    OpInfo("lax.psum_scatter", _over_axis(lax.psum_scatter), ref_psum_scatter, NUMERIC, _psum_scatter_samples,
+           unsupported=NO_BOOL, primitives=("reduce_scatter",), aliases=("reduce_scatter",)),
+    OpInfo("lax.ppermute", lambda x, perm: ember.vmap(lambda v: lax.ppermute(v, NAME, perm), axis_name=NAME)(x),
+           ref_ppermute, ALL, _ppermute_samples, primitives=("ppermute",)),
+    OpInfo("lax.pshuffle", lambda x, perm: ember.vmap(lambda v: lax.pshuffle(v, NAME, perm), axis_name=NAME)(x),
+           ref_pshuffle, ALL, _pshuffle_samples, primitives=("ppermute",)),
+    OpInfo("lax.all_to_all", lambda x, a, c, **kw: ember.vmap(lambda v: lax.all_to_all(v, NAME, a, c, **kw), axis_name=NAME)(x),
+           ref_all_to_all, ALL, _all_to_all_samples, primitives=("all_to_all",)),
+)
 
 register(
     OpInfo("lax.psum", _over_axis(lax.psum), ref_psum, NUMERIC, _samples(), unsupported=NO_BOOL, primitives=("psum",)),
