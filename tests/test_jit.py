@@ -336,6 +336,22 @@ def test_debug_nans_names_the_primitive_that_made_the_nan(jitted):
         ember.config.update("debug_nans", False)
 
 
+@pytest.mark.parametrize("make_nan", [
+    lambda a, b: a - a, lambda a, b: a * 0.0, lambda a, b: enp.subtract(a, a), lambda a, b: enp.multiply(a, b),
+    lambda a, b: enp.sin(a), lambda a, b: -enp.sqrt(b), lambda a, b: enp.sum(a - a), lambda a, b: a / a,
+], ids=["a-a", "a*0.0", "subtract", "multiply", "sin", "sqrt", "sum", "a/a"])
+def test_debug_nans_sees_the_eager_fast_lanes(make_nan):
+    # Operators and ember.numpy functions on concrete arrays skip `bind` for speed; debug_nans turns that off.
+    a, b = enp.full(2, np.inf), enp.asarray([0.0, -1.0])
+    ember.config.update("debug_nans", True)
+    try:
+        with pytest.raises(ember.errors.NaNError, match=r"produced a NaN \(debug_nans is on\)"):
+            make_nan(a, b)
+    finally:
+        ember.config.update("debug_nans", False)
+    assert np.isnan(np.asarray(make_nan(a, b))).any()  # off: NaNs flow, as in NumPy
+
+
 def test_vmap_of_jit_runs_a_batched_program_traced_once():
     calls = []
 

@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from ember.backends import special
+from ember.backends.communicators import collective_kernels
 from ember.backends.kernels_conv import conv_kernels
 from ember.backends.kernels_eigen import eigen_kernels
 from ember.backends.kernels_fft import fft_kernels
@@ -27,6 +28,7 @@ from ember.backends.kernels_random import make_random_kernels
 from ember.backends.kernels_sorting import sorting_kernels
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_BOOL = np.dtype(np.bool_)  # (dtype identity: comparing with the type np.bool_ builds a dtype each time)
 _UNSIGNED_OF = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SIGNED_OF = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -47,6 +49,7 @@ def make_kernels(xp: ModuleType) -> dict[str, Any]:
     k.update(linalg_kernels(xp))
     k.update(eigen_kernels(xp))
     k.update(fft_kernels(xp))
+    k.update(collective_kernels())  # across processes: bound by ember.distributed.initialize
     return k
 
 
@@ -100,7 +103,7 @@ def _elementwise(xp: ModuleType) -> dict[str, Any]:
     def select_n(which, *cases, out=None):
         if len(cases) == 1 and out is None:
             return cases[0]
-        if which.dtype == np.bool_ and len(cases) == 2:
+        if which.dtype is _BOOL and len(cases) == 2:
             if xp is np and which.size >= _BRANCHLESS_MIN and cases[0].dtype.itemsize in (2, 4, 8):
                 return _select_bits(which, cases[1], cases[0], out)
             if out is None:

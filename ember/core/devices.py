@@ -70,11 +70,12 @@ class Place:
     """Where a concrete array is: its device, whether it is committed there, and that platform's
     backend. Interned (`place_of`), so the eager cache compares places by identity."""
 
-    __slots__ = ("backend", "committed", "device", "ndarray")
+    __slots__ = ("backend", "committed", "device", "host", "ndarray")
 
     def __init__(self, device: Device, committed: bool):
         self.device = device
         self.committed = committed
+        self.host = device.platform == "cpu" and not committed  # where the eager fast lanes run
         self.backend = backends.cpu if device.platform == "cpu" else backends.cuda()
         self.ndarray = self.backend.ndarray
 

@@ -16,7 +16,8 @@ from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import InvalidArgumentError, ShapeError
-from ember.numpy import _array_api, _contract, _creation, _indexing, _ndarray_extras, _reductions, _rounding, _shape
+from ember.numpy import _array_api, _contract, _creation, _fastlane, _indexing, _ndarray_extras, _reductions, _rounding
+from ember.numpy import _shape
 from ember.numpy import _sorting, _take, _ufuncs
 from ember.numpy._core import check_device, on_device
 
@@ -73,7 +74,7 @@ def _operator(fn, prim=None):
         # Python overhead: two concrete CPU arrays of one dtype the primitive
         # accepts, or one such array and a Python float (or small int) on a
         # float array, which NumPy 2 treats as weakly typed, as JAX does.
-        if type(self) is Array and prim is not None and not self._place.committed:  # (committed: checked path)
+        if type(self) is Array and prim is not None and not self._place.committed and _fastlane.on:  # (committed: checked path)
             x = self._value
             if type(other) is Array:
                 y = other._value
@@ -95,7 +96,7 @@ def _operator(fn, prim=None):
             raise
 
     def reflected(self, other):
-        if (type(self) is Array and prim is not None and not self._place.committed
+        if (type(self) is Array and prim is not None and not self._place.committed and _fastlane.on
                 and _scalar_keeps_dtype(other, self._value) and self._value.dtype in fast):
             out = run_fast(self, self._value.dtype.type(other), self._value, self._weak)
             if out is not None:
@@ -143,10 +144,10 @@ _BINARY = {
 _COMPARISONS = {
     "eq": (_ufuncs.equal, bw.eq_p),
     "ne": (_ufuncs.not_equal, bw.ne_p),
-    "lt": (_ufuncs.less, None),
-    "le": (_ufuncs.less_equal, None),
-    "gt": (_ufuncs.greater, None),
-    "ge": (_ufuncs.greater_equal, None),
+    "lt": (_ufuncs.less, bw.lt_p),
+    "le": (_ufuncs.less_equal, bw.le_p),
+    "gt": (_ufuncs.greater, bw.gt_p),
+    "ge": (_ufuncs.greater_equal, bw.ge_p),
 }
 
 
@@ -160,20 +161,25 @@ _BASIC_ITEM = (int, slice, type(None), type(Ellipsis))
 def _getitem(self, index):
     # Fast lane: basic indexing (ints, slices of ints, None, ...) of a concrete CPU array is a
     # NumPy view; views of ember's buffers are safe because no one writes to them.
-    if type(self) is Array and type(self._value) is _ndarray and not self._place.committed:
+    if type(self) is Array and self._place.host:  # (no NaN to make: the lane is on under debug_nans too)
         kind = type(index)
-        if kind is int or kind is slice or (kind is tuple and all(type(i) in _BASIC_ITEM for i in index)):
-            if _plain_slices(index if kind is tuple else (index,)):
-                try:
-                    out = self._value[index]
-                except IndexError:
-                    pass  # out of bounds: the general path raises ember's message
-                else:
-                    result = _new(Array)
-                    result._value = out if type(out) is _ndarray else np.asarray(out)
-                    result._weak = self._weak
-                    result._place = self._place
-                    return result
+        if kind is slice:
+            start, stop, step = index.start, index.stop, index.step
+            plain = ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                     and (step is None or type(step) is int))  # fmt: skip
+        else:
+            plain = kind is int or (kind is tuple and all(type(i) in _BASIC_ITEM for i in index) and _plain_slices(index))
+        if plain:
+            try:
+                out = self._value[index]
+            except IndexError:
+                pass  # out of bounds: the general path raises ember's message
+            else:
+                result = _new(Array)
+                result._value = out if type(out) is _ndarray else np.asarray(out)
+                result._weak = self._weak
+                result._place = self._place
+                return result
     try:
         hook = _index_hook(index)
         if hook is not None:
@@ -197,13 +203,15 @@ def _index_hook(index):
 
 def _plain_slices(items) -> bool:
     for i in items:
-        if type(i) is slice and not (_plain(i.start) and _plain(i.stop) and _plain(i.step)):
+        if type(i) is slice and not _plain_slice(i):
             return False
     return True
 
 
-def _plain(v) -> bool:
-    return v is None or type(v) is int
+def _plain_slice(i: slice) -> bool:
+    start, stop, step = i.start, i.stop, i.step
+    return ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+            and (step is None or type(step) is int))  # fmt: skip
 
 
 def _install_operators() -> None:
@@ -250,7 +258,26 @@ def _install_methods() -> None:
 
     def reshape(self, *shape, order: str = "C") -> Array:
         """This array with a new shape; `x.reshape(2, 3)` and `x.reshape((2, 3))` both work."""
-        return _shape.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
+        if len(shape) == 1 and type(shape[0]) is not int:
+            shape = shape[0]
+        if type(self) is Array and self._place.host and order == "C" and type(shape) is tuple:
+            # Fast lane: a NumPy view (safe: nobody writes to ember's buffers); NumPy's errors fall through.
+            out = None
+            for d in shape:
+                if type(d) is not int:
+                    break
+            else:
+                try:
+                    out = self._value.reshape(shape)
+                except ValueError:
+                    pass
+            if type(out) is _ndarray:
+                result = _new(Array)
+                result._value = out
+                result._weak = self._weak
+                result._place = self._place
+                return result
+        return _shape.reshape(self, shape, order)
 
     def transpose(self, *axes) -> Array:
         """This array with axes permuted (reversed when none are given)."""

@@ -24,6 +24,7 @@ from ember.core.primitives import reduction as rd
 from ember.core.primitives._rules import broadcast_shapes
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
+from ember.numpy import _fastlane
 from ember.numpy._core import ArrayLike, asarray, canonical_axes, dtype_arg
 from ember.numpy._shape import broadcast_to, expand_dims
 from ember.numpy._ufuncs import isnan, logical_not, where
@@ -77,8 +78,20 @@ def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = 
     >>> sum(enp.asarray([[1, 2], [3, 4]]), axis=0)
     Array([4, 6], dtype=int32)
     """
+    if (type(a) is Array and axis is None and dtype is None and not keepdims and initial is None and where is None
+            and out is None and _fastlane.on and a._place.host):
+        # Fast lane: a whole float/complex array summed in its own dtype, as the kernel does (np.sum is
+        # add.reduce behind a Python wrapper: the same call, so the same bits).
+        v = a._value
+        if v.dtype in _SUMS_IN_OWN_DTYPE and v.ndim:
+            total = np.add.reduce(v, axis=_ALL_AXES[v.ndim] if v.ndim < 8 else tuple(range(v.ndim)), dtype=v.dtype)
+            return _fastlane.wrap_like(np.asarray(total), False, a._place)
     _no_out("sum", out)
     return _sum_like("sum", rd.reduce_sum_p, 0, a, axis, dtype, keepdims, initial, where)
+
+
+_SUMS_IN_OWN_DTYPE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_ALL_AXES = [tuple(range(n)) for n in range(8)]
 
 
 def prod(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:

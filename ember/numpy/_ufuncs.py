@@ -17,6 +17,7 @@ from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
+from ember.numpy import _fastlane
 from ember.numpy._core import ArrayLike, full_for, promote_args, promote_inexact
 
 
@@ -87,7 +88,7 @@ def _binary(name: str, prim, summary: str, example: str = "enp.asarray([1.0, 2.0
         return prim.bind(*promote_args(name, x1, x2))
 
     fn.__name__ = fn.__qualname__ = name
-    return _doc(fn, summary, example)
+    return _fastlane.binary(prim, _doc(fn, summary, example))
 
 
 def _unary_inexact(name: str, prim, summary: str, example: str = "enp.asarray([0.5, 1.0])") -> Callable[..., Array]:
@@ -95,7 +96,7 @@ def _unary_inexact(name: str, prim, summary: str, example: str = "enp.asarray([0
         return prim.bind(*promote_inexact(name, x))
 
     fn.__name__ = fn.__qualname__ = name
-    return _doc(fn, summary, example)
+    return _fastlane.unary(prim, _doc(fn, summary, example))
 
 
 def _unary_same(name: str, prim, summary: str, example: str = "enp.asarray([-1, 2])") -> Callable[..., Array]:
@@ -103,7 +104,7 @@ def _unary_same(name: str, prim, summary: str, example: str = "enp.asarray([-1, 
         return prim.bind(*promote_args(name, x))
 
     fn.__name__ = fn.__qualname__ = name
-    return _doc(fn, summary, example)
+    return _fastlane.unary(prim, _doc(fn, summary, example))
 
 
 # --- arithmetic --------------------------------------------------------------------------------
@@ -139,6 +140,9 @@ def subtract(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return ew.sub_p.bind(x1, x2)
 
 
+subtract = _fastlane.binary(ew.sub_p, subtract, exclude=(dtypes.bool_,))
+
+
 def negative(x: ArrayLike, /) -> Array:
     """-x, elementwise (not defined for bool).
 
@@ -149,6 +153,9 @@ def negative(x: ArrayLike, /) -> Array:
     if x.dtype == dtypes.bool_:
         raise DTypeError("negative: not defined for bool (as in NumPy); use enp.logical_not")
     return ew.neg_p.bind(x)
+
+
+negative = _fastlane.unary(ew.neg_p, negative, exclude=(dtypes.bool_,))
 
 
 def positive(x: ArrayLike, /) -> Array:
@@ -175,6 +182,7 @@ def absolute(x: ArrayLike, /) -> Array:
     return ew.abs_p.bind(x)
 
 
+absolute = _fastlane.unary(ew.abs_p, absolute, exclude=(dtypes.bool_, *dtypes.UNSIGNED))
 abs = absolute
 
 
@@ -187,6 +195,7 @@ def true_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return ew.div_p.bind(*promote_inexact("true_divide", x1, x2))
 
 
+true_divide = _fastlane.binary(ew.div_p, true_divide, exclude=tuple(d for d in ew.div_p._fast if not dtypes.is_inexact(d)))
 divide = true_divide
 
 
@@ -364,10 +373,10 @@ def _ordering(name: str, prim):
 
 
 _SYMBOL = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
-less = _ordering("less", bw.lt_p)
-less_equal = _ordering("less_equal", bw.le_p)
-greater = _ordering("greater", bw.gt_p)
-greater_equal = _ordering("greater_equal", bw.ge_p)
+less = _fastlane.binary(bw.lt_p, _ordering("less", bw.lt_p))
+less_equal = _fastlane.binary(bw.le_p, _ordering("less_equal", bw.le_p))
+greater = _fastlane.binary(bw.gt_p, _ordering("greater", bw.gt_p))
+greater_equal = _fastlane.binary(bw.ge_p, _ordering("greater_equal", bw.ge_p))
 
 
 def _to_bool(name: str, x) -> Array:
@@ -398,6 +407,10 @@ def logical_not(x: ArrayLike, /) -> Array:
     return bw.not_p.bind(_to_bool("logical_not", x))
 
 
+_select_kernel = ew.select_n_p.kernel()
+_BOOL = np.dtype(np.bool_)
+
+
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /, *,
           size: int | None = None, fill_value=None) -> Array | tuple[Array, ...]:  # fmt: skip
     """`x` where `condition` is true, else `y`; all three broadcast, x and y promote.
@@ -410,6 +423,14 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     >>> enp.where(enp.asarray([0, 3, 4]), size=3, fill_value=-1)
     (Array([ 1,  2, -1], dtype=int32),)
     """
+    if (type(condition) is Array and type(x) is Array and type(y) is Array and _fastlane.on
+            and condition._place.host and x._place is condition._place and y._place is condition._place):
+        # Fast lane: a bool condition and two cases of one dtype, all of one shape (the common where).
+        c, a, b = condition._value, x._value, y._value
+        if c.dtype is _BOOL and a.dtype is b.dtype and c.shape == a.shape == b.shape and size is None:
+            out = _select_kernel(c, b, a)
+            if type(out) is np.ndarray and out.dtype is a.dtype:
+                return _fastlane.wrap_like(out, x._weak and y._weak, condition._place)
     if x is None and y is None:
         from ember.numpy._take import nonzero
 
