@@ -72,7 +72,7 @@ def test_psum_scatter_every_mode():
     # reduce_scatter is the same function; integers add up exactly (and wrap as psum's sums do).
     ints = RNG.integers(-50, 50, (4, 4, 2)).astype(np.int32)
     np.testing.assert_array_equal(_named(lambda v: lax.reduce_scatter(v, "i"))(ints), np_psum_scatter(ints))
-    # Hand-derived: example i keeps entry i of the sum [1 + 3 + 5, 2 + 4 + 6] ... here three examples of [a, b, c].
+    # Hand-derived: three examples of [a, b, c]; example i keeps entry i of their sum [111, 222, 333].
     x = np.array([[1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [100.0, 200.0, 300.0]], np.float32)
     _close(_named(lambda v: lax.psum_scatter(v, "i"))(x), [111.0, 222.0, 333.0])
 
@@ -121,6 +121,13 @@ def test_unmapped_operands():
     _close(_named(lambda v: lax.ppermute(c, "i", [(0, 1), (1, 0)]) + 0 * v)(ones), np.stack([c, c]))
     _close(_named(lambda v: lax.ppermute(c, "i", [(0, 1)]) + 0 * v)(ones), np.stack([np.zeros_like(c), c]))
     _close(_named(lambda v: lax.all_to_all(c, "i", 0, 1) + 0 * v)(ones), np_all_to_all(np.stack([c, c]), 0, 1))
+
+
+def test_an_empty_axis():
+    # Zero examples: nothing to exchange, and the shapes follow the same rules.
+    assert _named(lambda v: lax.ppermute(v, "i", []))(np.ones((0, 2), np.float32)).shape == (0, 2)
+    assert _named(lambda v: lax.psum_scatter(v, "i"))(np.ones((0, 0, 2), np.float32)).shape == (0, 2)
+    assert _named(lambda v: lax.all_to_all(v, "i", 0, 1))(np.ones((0, 0, 2), np.float32)).shape == (0, 2, 0)
 
 
 def test_nested_vmaps_with_two_names():

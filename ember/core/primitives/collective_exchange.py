@@ -150,6 +150,8 @@ def _ppermute_axis_rule(trace, args, dims, *, axis_name, perm):
         return ppermute_p.bind(x, axis_name=axis_name, perm=perm), b
     _whole(trace, "ppermute")
     n = trace.axis_size
+    if n == 0:
+        return x, b
     if b is not_mapped:
         if len(perm) == n:  # every example receives the value they all hold
             return x, not_mapped
