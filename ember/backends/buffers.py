@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KEEP_MIN_BYTES", "Arena", "BufferPlan", "out_kernel", "plan_buffers", "ufunc_for"]
+__all__ = ["KEEP_MIN_BYTES", "Arena", "BufferPlan", "last_reads", "out_kernel", "plan_buffers", "ufunc_for"]
 
 # Real floating dtypes only: NumPy's complex multiply takes another loop (without FMA) when its output
 # aliases an operand, so the last bits would differ from eager mode's fresh output.
@@ -142,6 +142,18 @@ class BufferPlan:
         self.fresh: set[int] = set()
 
 
+def last_reads(items: Sequence[Any]) -> dict[Any, int]:
+    """For each variable an item (equation or fused group) reads, the position of the last item that
+    reads it: where the variable dies unless the program returns it (also used by
+    ember/transforms/_memory.py's peak-memory estimate)."""
+    last: dict[Any, int] = {}
+    for i, eqn in enumerate(items):
+        for v in eqn.inputs:
+            if type(v).__name__ != "Literal":
+                last[v] = i
+    return last
+
+
 def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], items: Sequence[Any],
                  donated: Sequence[int] = ()) -> BufferPlan:  # fmt: skip
     """Plan the buffers of `items` (the program's equations, some of them fused groups: see fusion.py).
@@ -149,11 +161,7 @@ def plan_buffers(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], 
     dead, they may take results like the program's own buffers."""
     n = len(items)
     donated_vars = {program.invars[k] for k in donated}
-    last_use: dict[Any, int] = {}
-    for i, eqn in enumerate(items):
-        for v in eqn.inputs:
-            if type(v).__name__ != "Literal":
-                last_use[v] = i
+    last_use = last_reads(items)
     for v in program.outvars:
         last_use[v] = n  # returned: never dead
     for v in (*program.constvars, *program.invars):

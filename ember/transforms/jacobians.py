@@ -29,7 +29,8 @@ from ember.core.staging import StagingTrace
 from ember.core.transfer import _put
 from ember.errors import ConcretizationError, DTypeError, InvalidArgumentError
 from ember.transforms.autodiff import _argnums, _as_arrays, _check_inputs, _name_like, jvp, vjp
-from ember.transforms.vmap import vmap
+from ember.transforms import _memory
+from ember.transforms.vmap import check_chunk_size, vmap
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
@@ -94,6 +95,17 @@ def _cut(x: Array, axis: int, start: int, stop: int, shape: tuple[int, ...], bef
     return x
 
 
+def _for_memory(fn: Callable, op: str, fun: Callable, token: Any, args: tuple, kwargs: dict) -> Callable:
+    """`fn` (the rows or columns vmapped) named for chunk_size="auto"'s messages, and keyed for its cache
+    by the call's argument shapes (a new `fn` is made per call; its program depends on those)."""
+    leaves = tree_flatten((args, kwargs))[0]
+    shapes = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) if isinstance(x, Array)
+                   else x if isinstance(x, (int, float, complex, str, bool, type(None))) else id(x) for x in leaves)  # fmt: skip
+    fn._memory_name = f"{op}({getattr(fun, '__name__', type(fun).__name__)})"
+    fn._memory_key = (token, op, shapes)
+    return fn
+
+
 def _float0_zeros(shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(shape, dtypes.float0)
 
@@ -128,7 +140,7 @@ def _check_rev_outputs(op: str, leaves: Sequence[Array], holomorphic: bool) -> N
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
-           allow_int: bool = False, chunk_size: int | None = None) -> Callable:  # fmt: skip
+           allow_int: bool = False, chunk_size: int | str | None = None) -> Callable:  # fmt: skip
     """The Jacobian of `fun` by reverse mode: one vector-Jacobian product per output element, vectorized.
 
     Cheaper than `jacfwd` when the outputs are smaller than the inputs (a loss over many parameters).
@@ -140,7 +152,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
       has_aux: `fun` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
       holomorphic: differentiate a complex function of complex inputs (the Jacobian is ``df/dz``).
       allow_int: integer inputs get float0 zeros instead of raising.
-      chunk_size: pull back this many rows of the identity at a time (less memory, same result).
+      chunk_size: pull back this many rows of the identity at a time (less memory, same result);
+        ``"auto"``: the fewest chunks that fit ``ember.config.memory_budget`` (see `vmap`).
 
     Returns:
       A function with `fun`'s arguments returning the Jacobian: for each output leaf, a tree like the
@@ -156,6 +169,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     (3, 3)
     """
     op = "jacrev"
+    check_chunk_size(op, chunk_size)
+    token = object()
 
     def jacfun(*args, **kwargs):
         nums, dyn, in_tree, in_leaves = _dynamic(op, args, argnums)
@@ -174,6 +189,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             cts = tree_flatten(pull(tree_unflatten(out_tree, list(ct_leaves))))[0]
             return [c for c, lv in zip(cts, live) if lv]
 
+        row = _for_memory(row, op, fun, token, args, kwargs)
         basis = _basis(out_leaves, total)
         if total == 0 or not any(live):
             rows = [from_host(np.zeros((total, *x.shape), x.dtype)) for x, lv in zip(in_leaves, live) if lv]
@@ -213,7 +229,7 @@ def _check_fwd_inputs(op: str, leaves: Sequence[Array], holomorphic: bool) -> No
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
-           chunk_size: int | None = None) -> Callable:  # fmt: skip
+           chunk_size: int | str | None = None) -> Callable:  # fmt: skip
     """The Jacobian of `fun` by forward mode: one Jacobian-vector product per input element, vectorized.
 
     Cheaper than `jacrev` when the inputs are smaller than the outputs (tall Jacobians).
@@ -223,7 +239,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
       argnums: an int, or a tuple of ints (the Jacobian's inner level is then a tuple).
       has_aux: `fun` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
       holomorphic: differentiate a complex function of complex inputs.
-      chunk_size: push forward this many columns of the identity at a time.
+      chunk_size: push forward this many columns of the identity at a time; ``"auto"``: the fewest
+        chunks that fit ``ember.config.memory_budget`` (see `vmap`).
 
     Returns:
       The same structure as `jacrev`'s: output tree outside, input tree inside, leaves of shape
@@ -234,6 +251,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            [1., 0.]], dtype=float32)
     """
     op = "jacfwd"
+    check_chunk_size(op, chunk_size)
+    token = object()
 
     def jacfun(*args, **kwargs):
         nums, dyn, in_tree, in_leaves = _dynamic(op, args, argnums)
@@ -259,6 +278,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             store["live"] = live
             return [t for t, lv in zip(ty_leaves, live) if lv], y_leaves, aux_arrays
 
+        column = _for_memory(column, op, fun, token, args, kwargs)
         basis = _basis(in_leaves, total)
         if total == 0:
             _, y_leaves, aux_arrays = column(*[from_host(np.zeros(x.shape, x.dtype)) for x in in_leaves])
@@ -296,8 +316,13 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return jacfun
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+            chunk_size: int | str | None = None) -> Callable:  # fmt: skip
     """The Hessian of the scalar-valued `fun`: ``jacfwd(jacrev(fun))`` (forward over reverse).
+
+    `chunk_size` (an int, ``"auto"`` or None, as for `jacfwd`) chunks the outer forward pass: that many
+    Hessian columns at a time, each a whole gradient's worth of reverse mode (the inner jacrev of a
+    scalar is one pull-back, with nothing to chunk).
 
     For a scalar output and an argument of shape s, the Hessian has shape ``s + s``; for pytrees it
     nests like the Jacobians (``hess[in_path_1][in_path_2]`` below the output's structure), and a tuple
@@ -316,8 +341,9 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     >>> hvp(f, enp.asarray([1.0, 2.0]), enp.asarray([1.0, 0.0]))
     Array([6., 0.], dtype=float32)
     """
+    check_chunk_size("hessian", chunk_size)
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
-                  holomorphic=holomorphic)  # fmt: skip
+                  holomorphic=holomorphic, chunk_size=chunk_size)  # fmt: skip
 
 
 # --- the mode chooser --------------------------------------------------------------------------------
@@ -389,7 +415,7 @@ def _choose(mode: str, in_leaves: Sequence[Array], out_avals: Sequence[Any], hol
 
 
 def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, mode: str = "auto",
-             holomorphic: bool = False, chunk_size: int | None = None) -> Callable:  # fmt: skip
+             holomorphic: bool = False, chunk_size: int | str | None = None) -> Callable:  # fmt: skip
     """The Jacobian of `fun`, by forward or reverse mode, whichever needs fewer products.
 
     With ``mode="auto"`` (the default) each call compares the total number of input elements
@@ -401,17 +427,25 @@ def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fa
     or outputs without ``holomorphic=True``), it takes that one. ``mode="fwd"`` or ``"rev"`` forces a mode.
 
     The result is the same either way (the structure of `jacrev`/`jacfwd`). The returned function has
-    ``.explain(*args, **kwargs)``: a sentence saying which mode a call with those arguments uses and why.
+    ``.explain(*args, **kwargs)``: a sentence saying which mode a call with those arguments uses and why,
+    and with a `chunk_size` the chunking (with ``"auto"``, traced abstractly: the estimated peak per chunk
+    against ``ember.config.memory_budget``).
 
     >>> jac = ember.jacobian(lambda x: enp.outer(x, x).ravel())     # 2 inputs -> 4 outputs
     >>> jac(enp.asarray([1.0, 2.0])).shape
     (4, 2)
     >>> jac.explain(enp.asarray([1.0, 2.0]))
     'jacobian uses forward mode (jacfwd): the inputs have 2 elements and the outputs 4 elements, so 2 Jacobian-vector products (one per input element) are fewer than the 4 vector-Jacobian products (one per output element) reverse mode would need'
+    >>> big = ember.jacobian(lambda x: enp.tanh(enp.outer(x[:20], x)).sum(1), chunk_size="auto")
+    >>> ember.config.update("memory_budget", 1_000_000)      # bytes (None: half the free memory)
+    >>> print(big.explain(enp.ones(1000)))
+    jacobian uses reverse mode (jacrev): ... forward mode would need; in 4 chunks of 5 rows; estimated peak 904.5 kB per chunk (+ 80.0 kB for the result) against a budget of 1.0 MB
+    >>> ember.config.update("memory_budget", None)
     """
     if mode not in _MODES:
         raise InvalidArgumentError(f"jacobian: mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
     op = "jacobian"
+    check_chunk_size(op, chunk_size)
     forward = jacfwd(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, chunk_size=chunk_size)
     reverse = jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, chunk_size=chunk_size)
 
@@ -432,8 +466,24 @@ def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fa
         name = "forward mode (jacfwd)" if c.mode == "fwd" else "reverse mode (jacrev)"
         sizes = f"the inputs have {_elements(c.n_in)} and the outputs {_elements(c.n_out)}"
         if c.kind == "size":
-            return f"jacobian uses {name}: {sizes}, so {c.reason}"
-        return f"jacobian uses {name} because {c.reason} ({sizes})"
+            text = f"jacobian uses {name}: {sizes}, so {c.reason}"
+        else:
+            text = f"jacobian uses {name} because {c.reason} ({sizes})"
+        return text + _chunking(c, forward if c.mode == "fwd" else reverse, args, kwargs)
+
+    def _chunking(c: _Choice, chosen: Callable, args: tuple, kwargs: dict) -> str:
+        what = "columns" if c.mode == "fwd" else "rows"
+        n = c.n_in if c.mode == "fwd" else c.n_out
+        if chunk_size is None or n <= 1:
+            return ""
+        if chunk_size != "auto":
+            k = -(-n // chunk_size)
+            return f"; in {_count(k, 'chunk')} of {min(chunk_size, n)} {what} (chunk_size={chunk_size})"
+        from ember.transforms.jit import make_ir  # (jit imports this module's neighbours)
+
+        with _memory.recording() as plans:
+            make_ir(chosen)(*args, **kwargs)  # abstract: decides (or finds) the plan the call would use
+        return f"; {plans[-1].describe(what)}" if plans else ""
 
     jacfun = _name_like(jacfun, fun, op)
     jacfun.explain = explain

@@ -38,9 +38,10 @@ from ember.core.primitive import (
 from ember.core.pytree import broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from ember.core.transfer import follow
 from ember.errors import ConcretizationError, InvalidArgumentError
+from ember.transforms import _memory
 from ember.transforms._args import as_leaf_array
 
-__all__ = ["BatchTrace", "BatchTracer", "batch_flat", "batched_bwd", "detached_trace", "vmap"]
+__all__ = ["BatchTrace", "BatchTracer", "batch_flat", "batched_bwd", "check_chunk_size", "detached_trace", "vmap"]
 
 
 class BatchTracer(Tracer):
@@ -362,7 +363,7 @@ def _out_axis(axis: Any, rank: int, path: str) -> int:
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
-         chunk_size: int | None = None, axis_name: Any = None) -> Callable:  # fmt: skip
+         chunk_size: int | str | None = None, axis_name: Any = None) -> Callable:  # fmt: skip
     """Vectorize `fun` over an axis of its arguments: ``vmap(f)(xs)[i] == f(xs[i])``, without a loop.
 
     Args:
@@ -375,6 +376,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
       axis_size: the batch size, needed when no argument is mapped.
       chunk_size: process the batch in chunks of this many examples, one after the other (less
         memory, same result; collectives over this vmap's axis need the whole axis and refuse it).
+        ``"auto"``: the fewest chunks whose estimated peak memory fits ``ember.config.memory_budget``
+        (default: half the free memory), from the liveness of the batched program traced abstractly
+        (ember/transforms/_memory.py), decided once per function and argument shapes; one chunk when
+        the whole batch fits (collectives then work), `MemoryBudgetError` when one example does not.
+        The decision for some arguments: ``vmap(f, chunk_size="auto").plan(*args)``.
       axis_name: a name for the mapped axis, for collectives inside `fun` (``lax.psum(x, name)``,
         ``lax.pmean``, ``lax.pmax``, ``lax.pmin``, ``lax.all_gather``, ``lax.axis_index``).
 
@@ -386,15 +392,21 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     (5,)
     >>> ember.vmap(lambda x: x - lax.pmean(x, "i"), axis_name="i")(enp.arange(3.0))
     Array([-1.,  0.,  1.], dtype=float32)
+    >>> ember.config.update("memory_budget", 100_000)   # bytes (None: half the free memory)
+    >>> f = ember.vmap(lambda x: enp.outer(x, x).sum(), chunk_size="auto")
+    >>> print(f.plan(enp.ones((10, 100))))
+    vmap(<lambda>) on 10 examples: in 5 chunks of 2 examples; estimated peak 80.8 kB per chunk (+ 40 B for the result) against a budget of 100.0 kB
+    >>> f(enp.ones((10, 100)))[:3]
+    Array([10000., 10000., 10000.], dtype=float32)
+    >>> ember.config.update("memory_budget", None)
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if axis_size is not None and (not isinstance(axis_size, int) or isinstance(axis_size, bool) or axis_size < 0):
         raise InvalidArgumentError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
-    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1):
-        raise InvalidArgumentError(f"vmap: chunk_size must be a positive int (or None), got {chunk_size!r}")
+    check_chunk_size("vmap", chunk_size)
 
-    def batched(*args, **kwargs):
+    def prepare(args, kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise InvalidArgumentError(
                 f"vmap: in_axes={in_axes!r} has {len(in_axes)} {'entry' if len(in_axes) == 1 else 'entries'}, but the "
@@ -428,16 +440,66 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         if not found:
             raise InvalidArgumentError(f"vmap: no argument is mapped (in_axes={in_axes!r}); pass axis_size to say how many "
                                        "examples there are")  # fmt: skip
-        size = found.pop()
-        if chunk_size is not None and chunk_size < size:
-            return _chunked(fun, flat_args, axes, in_tree, size, chunk_size, out_axes, axis_name)
+        return flat_args, axes, in_tree, found.pop()
+
+    def plan(*args, **kwargs) -> _memory.ChunkPlan:
+        """How ``chunk_size="auto"`` splits a call with these arguments (decided as a call would)."""
+        flat_args, axes, in_tree, size = prepare(args, kwargs)
+        return _auto_plan(fun, flat_args, axes, in_tree, size, out_axes, axis_name)
+
+    def batched(*args, **kwargs):
+        flat_args, axes, in_tree, size = prepare(args, kwargs)
+        chunk = chunk_size
+        if chunk == "auto":
+            chunk = _auto_plan(fun, flat_args, axes, in_tree, size, out_axes, axis_name).chunk
+        if chunk is not None and chunk < size:
+            return _chunked(fun, flat_args, axes, in_tree, size, chunk, out_axes, axis_name)
         return _run(fun, flat_args, axes, in_tree, size, out_axes, axis_name)
 
     batched = api_boundary(batched)
+    batched.plan = api_boundary(plan)
     batched.__name__ = f"vmap({getattr(fun, '__name__', type(fun).__name__)})"
     batched.__doc__ = getattr(fun, "__doc__", None)
     batched.__wrapped__ = fun
     return batched
+
+
+def check_chunk_size(op: str, chunk_size: Any) -> None:
+    """`InvalidArgumentError` unless `chunk_size` is a positive int, "auto" or None."""
+    if chunk_size is None or chunk_size == "auto" and isinstance(chunk_size, str):
+        return
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise InvalidArgumentError(f"{op}: chunk_size must be a positive int, \"auto\" (the fewest chunks that fit "
+                                   f"ember.config.memory_budget) or None (no chunking), got {chunk_size!r}")  # fmt: skip
+
+
+def _key(x: Any) -> Any:
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return repr(x)
+
+
+def _auto_plan(fun, flat_args, axes, in_tree, size, out_axes, axis_name) -> _memory.ChunkPlan:
+    """The chunking of this call that fits the memory budget (see _memory.plan_chunks), decided once per
+    function, argument avals, axes and budget."""
+    budget = _memory.memory_budget(flat_args)
+    avals = [x.aval for x in flat_args]
+    name = getattr(fun, "_memory_name", None) or f"vmap({getattr(fun, '__name__', type(fun).__name__)})"
+    key = (getattr(fun, "_memory_key", fun), tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
+           in_tree, _key(out_axes), _key(axis_name), size, budget)  # fmt: skip
+
+    def chunk_peak(c: int) -> tuple[int, int]:
+        chunk_avals = [a if d is None else ShapedArray(a.shape[:d] + (c,) + a.shape[d + 1 :], a.dtype, a.weak_type)
+                       for a, d in zip(avals, axes)]  # fmt: skip
+
+        def one_chunk(*vals):  # (unchunked: a collective over the axis sees the chunk as its whole axis)
+            return _run(fun, list(vals), axes, in_tree, c, out_axes, axis_name)
+
+        return _memory.trace_peak(one_chunk, chunk_avals)
+
+    return _memory.cached_plan(key, lambda: _memory.plan_chunks(name, size, chunk_peak, budget))
 
 
 def _out_axes_for(out_axes: Any, out_tree: Any, shown: Callable[[], list[Any]]) -> list[Any]:
