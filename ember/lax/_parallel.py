@@ -19,8 +19,8 @@ from ember.core.primitives import collective_exchange as _cx
 from ember.core.pytree import tree_map
 from ember.errors import InvalidArgumentError
 
-__all__ = ["all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "pshuffle", "psum", "psum_scatter",
-           "reduce_scatter"]  # fmt: skip
+__all__ = ["all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "pshuffle", "psum",
+           "psum_scatter", "reduce_scatter"]  # fmt: skip
 
 
 def _names(axis_name: Any) -> tuple:
@@ -163,7 +163,8 @@ def _scatter(op: str, x, axis_name, scatter_dimension, axis_index_groups, tiled)
     def one(leaf):
         leaf = _leaf(op, leaf)
         d = _axis_param(op, "scatter_dimension", scatter_dimension, leaf.ndim, leaf.shape)
-        return _cx.reduce_scatter_p.bind(leaf, axis_name=axis_name, axis_size=size, scatter_dimension=d, tiled=bool(tiled))
+        return _cx.reduce_scatter_p.bind(leaf, axis_name=axis_name, axis_size=size, scatter_dimension=d,
+                                         tiled=bool(tiled))  # fmt: skip
 
     return tree_map(one, x)
 
@@ -220,7 +221,8 @@ def _pairs(op: str, axis_name: Any, perm: Any, size: int) -> tuple[tuple[int, in
     try:
         raw = [tuple(pair) for pair in perm]
     except TypeError:
-        raise InvalidArgumentError(f"{op}: perm must be a sequence of (source, destination) pairs, got {perm!r}") from None
+        raise InvalidArgumentError(f"{op}: perm must be a sequence of (source, destination) pairs, "
+                                   f"got {perm!r}") from None  # fmt: skip
     pairs, seen_src, seen_dst = [], {}, {}
     for pair in raw:
         if len(pair) != 2:

@@ -41,7 +41,8 @@ def _check_axis(op: str, what: str, axis: int, x: ShapedArray) -> None:
         raise InvalidArgumentError(f"{op}: the operand {describe(x)} is 0-d and has no {what} to split; give each "
                                    "example at least one dimension")  # fmt: skip
     if not 0 <= axis < x.ndim:
-        raise InvalidArgumentError(f"{op}: {what} {axis} is out of range for operand {describe(x)} (valid: 0 to {x.ndim - 1})")
+        raise InvalidArgumentError(f"{op}: {what} {axis} is out of range for operand {describe(x)} "
+                                   f"(valid: 0 to {x.ndim - 1})")  # fmt: skip
 
 
 def _check_split(op: str, what: str, axis: int, x: ShapedArray, axis_name, axis_size: int, tiled: bool) -> None:
@@ -200,7 +201,8 @@ def _all_to_all_axis_rule(trace, args, dims, *, axis_name, axis_size, split_axis
     if axis_name != trace.axis_name:
         if b is not_mapped:
             return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis, **params), not_mapped
-        return all_to_all_p.bind(move_axis(x, b, 0), split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params), 0
+        out = all_to_all_p.bind(move_axis(x, b, 0), split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params)
+        return out, 0
     _whole(trace, "all_to_all")
     # Axis 0 of `whole` is the sender j, axis 1 + split_axis the receiver i (tiled: its blocks, split off
     # first): the receiver becomes the batch axis and the sender moves to `concat_axis` of each example.
