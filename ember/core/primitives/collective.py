@@ -7,8 +7,9 @@ in JAX, a collective refers to its axis by name, so nested vmaps with different
 names each reduce over their own axis (the innermost vmap of that name wins).
 
 How they run: a collective's `bind` looks up the active batching trace whose
-`axis_name` matches (there is no eager kernel: outside such a vmap the name is
-unbound and `bind` raises `UnboundAxisNameError`). Operands that the trace does
+`axis_name` matches (outside such a vmap, a name bound to the processes makes it
+an ordinary primitive whose kernel communicates; any other name is unbound and
+`bind` raises `UnboundAxisNameError`). Operands that the trace does
 not own yet (constants, values of enclosing transforms) are lifted into it as
 unmapped values, so ``psum(1, "i")`` is the axis size. The batching trace then
 calls the primitive's axis rule (`ember.core.batching.axis_rules`) for every
