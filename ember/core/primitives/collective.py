@@ -34,7 +34,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, describe
 from ember.core.ad import Zero, deflinear, defnondiff, instantiate
 from ember.core.batching import axis_rules, bdim_to_front, move_axis, not_mapped
-from ember.core.primitive import Primitive, Trace, find_top_trace, trace_stack
+from ember.core.primitive import PRIMITIVES, Primitive, Trace, find_top_trace, trace_stack
 from ember.core.primitives import bitwise as _bw
 from ember.core.primitives import elementwise as _ew
 from ember.core.primitives import reduction as _rd
@@ -249,12 +249,10 @@ pmin_p.jvp = _chooser_jvp(pmin_p)
 
 def _all_gather_transpose(ct, x, *, axis_name, axis_size, axis, tiled):
     # Example i's slice of the gathered value is x_i in every example j, so x_i's cotangent is the sum over
-    # j of slice i of ct_j: psum_scatter (its module imports this one).
-    from ember.core.primitives.collective_exchange import reduce_scatter_p
-
+    # j of slice i of ct_j: psum_scatter (looked up by name: its module imports this one).
     if type(ct) is Zero:
         return [Zero(x.aval)]
-    return [reduce_scatter_p.bind(ct, axis_name=axis_name, axis_size=axis_size, scatter_dimension=axis, tiled=tiled)]
+    return [PRIMITIVES["reduce_scatter"].bind(ct, axis_name=axis_name, axis_size=axis_size, scatter_dimension=axis, tiled=tiled)]
 
 
 deflinear(all_gather_p, _all_gather_transpose)
