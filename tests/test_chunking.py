@@ -143,6 +143,20 @@ def test_the_decision_is_cached_per_function_and_shapes(budget, monkeypatch):
     assert len(calls) == traced
 
 
+def test_a_cached_plan_keeps_neither_the_function_nor_its_arrays_alive(budget):
+    import gc
+    import weakref
+
+    budget(50_000)
+    big = enp.ones((30, 30))
+    f = lambda r: enp.tanh(enp.outer(r, r) * big).sum()  # noqa: E731
+    ember.vmap(f, chunk_size="auto")(enp.ones((20, 30)))
+    alive = weakref.ref(f)
+    del f
+    gc.collect()
+    assert alive() is None
+
+
 def test_default_budget_is_half_the_available_memory(budget):
     budget(None)
     with open("/proc/meminfo") as f:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -302,21 +303,28 @@ def _too_big(name: str, size: int, one: int, result: int, budget: int) -> Memory
 
 # --- deciding once per function and shapes ----------------------------------------------------------
 
-_CACHE: collections.OrderedDict = collections.OrderedDict()
-_CACHE_SIZE = 256
+# owner (the function, or the jacobian that made it) -> {call key: plan}. Weak on the owner: a cached plan
+# never keeps a function alive, nor the arrays it closes over.
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PER_OWNER = 64  # plans kept per function (shapes and budgets), the least recently used going first
 _RECORDERS: list[list[ChunkPlan]] = []  # explain() listens here for the plans a trace decides
 
 
-def cached_plan(key: Any, decide: Callable[[], ChunkPlan]) -> ChunkPlan:
-    """The plan for `key` (function, argument shapes and dtypes, axes, budget), decided once: later calls
-    with the same key trace nothing. The least recently used of `_CACHE_SIZE` plans go first."""
-    plan = _CACHE.get(key)
+def cached_plan(owner: Any, key: Any, decide: Callable[[], ChunkPlan]) -> ChunkPlan:
+    """The plan for `owner` (a function) called with `key` (argument shapes and dtypes, axes, budget),
+    decided once: later calls with the same key trace nothing. An owner that cannot be weakly referenced
+    (an object with __slots__) is decided on each call."""
+    try:
+        plans = _CACHE.setdefault(owner, collections.OrderedDict())
+    except TypeError:
+        plans = collections.OrderedDict()
+    plan = plans.get(key)
     if plan is None:
-        plan = _CACHE[key] = decide()
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        plan = plans[key] = decide()
+        if len(plans) > _PER_OWNER:
+            plans.popitem(last=False)
     else:
-        _CACHE.move_to_end(key)
+        plans.move_to_end(key)
     for recorder in _RECORDERS:
         recorder.append(plan)
     return plan

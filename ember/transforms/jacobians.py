@@ -95,14 +95,22 @@ def _cut(x: Array, axis: int, start: int, stop: int, shape: tuple[int, ...], bef
     return x
 
 
-def _for_memory(fn: Callable, op: str, fun: Callable, token: Any, args: tuple, kwargs: dict) -> Callable:
+class _Owner:
+    """What chunk_size="auto" caches its plans under for one jacrev/jacfwd (weakly: it lives as long as
+    the function the transform returned)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _for_memory(fn: Callable, op: str, fun: Callable, token: _Owner, args: tuple, kwargs: dict) -> Callable:
     """`fn` (the rows or columns vmapped) named for chunk_size="auto"'s messages, and keyed for its cache
     by the call's argument shapes (a new `fn` is made per call; its program depends on those)."""
     leaves = tree_flatten((args, kwargs))[0]
     shapes = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) if isinstance(x, Array)
                    else x if isinstance(x, (int, float, complex, str, bool, type(None))) else id(x) for x in leaves)  # fmt: skip
     fn._memory_name = f"{op}({getattr(fun, '__name__', type(fun).__name__)})"
-    fn._memory_key = (token, op, shapes)
+    fn._memory_owner = token
+    fn._memory_key = (op, shapes)
     return fn
 
 
@@ -170,7 +178,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """
     op = "jacrev"
     check_chunk_size(op, chunk_size)
-    token = object()
+    token = _Owner()
 
     def jacfun(*args, **kwargs):
         nums, dyn, in_tree, in_leaves = _dynamic(op, args, argnums)
@@ -252,7 +260,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """
     op = "jacfwd"
     check_chunk_size(op, chunk_size)
-    token = object()
+    token = _Owner()
 
     def jacfun(*args, **kwargs):
         nums, dyn, in_tree, in_leaves = _dynamic(op, args, argnums)

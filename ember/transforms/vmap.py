@@ -487,7 +487,7 @@ def _auto_plan(fun, flat_args, axes, in_tree, size, out_axes, axis_name) -> _mem
     budget = _memory.memory_budget(flat_args)
     avals = [x.aval for x in flat_args]
     name = getattr(fun, "_memory_name", None) or f"vmap({getattr(fun, '__name__', type(fun).__name__)})"
-    key = (getattr(fun, "_memory_key", fun), tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
+    key = (getattr(fun, "_memory_key", None), tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
            in_tree, _key(out_axes), _key(axis_name), size, budget)  # fmt: skip
 
     def chunk_peak(c: int) -> tuple[int, int]:
@@ -499,7 +499,8 @@ def _auto_plan(fun, flat_args, axes, in_tree, size, out_axes, axis_name) -> _mem
 
         return _memory.trace_peak(one_chunk, chunk_avals)
 
-    return _memory.cached_plan(key, lambda: _memory.plan_chunks(name, size, chunk_peak, budget))
+    owner = getattr(fun, "_memory_owner", fun)
+    return _memory.cached_plan(owner, key, lambda: _memory.plan_chunks(name, size, chunk_peak, budget))
 
 
 def _out_axes_for(out_axes: Any, out_tree: Any, shown: Callable[[], list[Any]]) -> list[Any]:
