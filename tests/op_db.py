@@ -478,7 +478,8 @@ def _load_families() -> None:
     for module in ("op_db_lax", "op_db_indexing", "op_db_take", "op_db_enp_ufuncs", "op_db_enp_other", "op_db_sorting",
                    "op_db_random", "op_db_conv", "op_db_collective", "op_db_control_flow", "op_db_linalg", "op_db_eigen", "op_db_fft",
                    "op_db_enp_extra", "op_db_array_api", "op_db_nn_activations", "op_db_nn_losses", "op_db_nn_conv",
-                   "op_db_nn_pooling", "op_db_nn_norm", "op_db_nn_attention", "op_db_nn_recurrent", "op_db_nn_layers", "op_db_dim"):
+                   "op_db_nn_pooling", "op_db_nn_norm", "op_db_nn_attention", "op_db_nn_recurrent", "op_db_nn_layers", "op_db_dim",
+                   "op_db_privacy"):
         first = len(OPS)
         try:
             importlib.import_module(module)

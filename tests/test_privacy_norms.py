@@ -284,6 +284,11 @@ def test_errors():
         per_example_norms(loss)(model, (x, y[0]))
     with pytest.raises(ShapeError, match=r"one real scalar per example, got f32\[3\]; reduce it"):
         per_example_norms(lambda m, x, y: m(x))(model, (x, y))
+    with pytest.raises(DTypeError, match=r"real floating-point scalar, got i32\[\]; cast it"):
+        per_example_norms(lambda m, x, y: y)(model, (x, y))
+    with pytest.raises(DTypeError, match=r"clipped_grad: cannot differentiate with respect to params\['n'\] of shape "
+                                         r"\(\) and dtype int32; parameters must be real floating point"):
+        clipped_grad(lambda p, x: p["w"] @ x * p["n"], 1.0)({"w": enp.ones(6), "n": enp.array(2)}, (x,))
     with pytest.raises(InvalidArgumentError, match=r"clipped_grad: max_norm must be > 0, got 0.0"):
         clipped_grad(loss, 0.0)
     with pytest.raises(DTypeError, match=r"clipped_grad: max_norm must be a positive number, got 'a'"):

@@ -60,13 +60,22 @@ class PerExampleNorms:
         return "\n".join(f"{path}: {_describe(leaf.aval.shape, plan)}" for path, leaf, plan in zip(paths, leaves, plans))
 
     def _analyse(self, params: Any, batch: tuple[Array, ...]) -> tuple[ClosedProgram, list[LeafPlan]]:
+        for path, leaf in tree_flatten_with_path(params)[0]:
+            dtype = np.dtype(getattr(leaf, "dtype", None) or enp.asarray(leaf).dtype)
+            if not enp.issubdtype(dtype, enp.floating):
+                raise DTypeError(f"{self._op}: cannot differentiate with respect to params{keystr(path)} of shape "
+                                 f"{tuple(np.shape(leaf))} and dtype {dtype}; parameters must be real floating point (keep "
+                                 "other arrays out of params: close over them in the loss)")  # fmt: skip
         rows = [wrap(np.broadcast_to(np.zeros((), x.dtype), x.shape[1:]), x.weak_type) for x in batch]
         closed = make_ir(self.loss)(params, *rows)
         out = closed.out_avals
-        if len(out) != 1 or out[0].shape != () or out[0].dtype.kind != "f":
+        if len(out) != 1 or out[0].shape != ():
             got = ", ".join(a.str_short() for a in out) or "nothing"
             raise ShapeError(f"{self._op}: the loss must return one real scalar per example, got {got}; reduce it "
                              "(e.g. .sum() or .mean()) over one example's outputs")  # fmt: skip
+        if not enp.issubdtype(out[0].dtype, enp.floating):
+            raise DTypeError(f"{self._op}: the loss must return a real floating-point scalar, got {out[0].str_short()}; "
+                             "cast it, e.g. loss(...).astype('float32')")  # fmt: skip
         return closed, analyse(closed.program, len(tree_flatten(params)[0]))
 
 
@@ -251,8 +260,6 @@ def _run(program: Program, consts: Sequence[Any], args: Sequence[Any], probes: d
 
 
 def _describe(shape: tuple[int, ...], plan: LeafPlan) -> str:
-    if plan.mode == "constant":
-        return f"constant ({plan.reason})"
     if plan.mode == "fallback":
         return f"fallback, per-example gradient materialised ({plan.reason})"
     uses = ", ".join(f"{u.kind} T={u.T}" + (" transposed" if u.swapped else "") for u in plan.uses)

@@ -56,8 +56,8 @@ class LeafPlan(NamedTuple):
     """How one parameter leaf's per-example squared norm is computed.
 
     `mode`: ``"gram"`` (``<P Pᵀ, Q Qᵀ>`` summed over pairs of uses), ``"direct"`` (``Pᵀ Q`` formed per
-    example from the uses' factors, then squared), ``"fallback"`` (the materialised per-example
-    gradient) or ``"constant"`` (an integer or boolean leaf: not differentiated)."""
+    example from the uses' factors, then squared) or ``"fallback"`` (the materialised per-example
+    gradient)."""
 
     mode: str
     uses: tuple[Use, ...] = ()
@@ -76,10 +76,6 @@ def analyse(program: Program, n_params: int) -> list[LeafPlan]:
 
 
 def _plan(program: Program, leaf: Var, users: dict, outputs: set) -> LeafPlan:
-    if leaf.aval.dtype.kind not in "fc":
-        return LeafPlan("constant", reason=f"{leaf.aval.dtype} is not differentiated")
-    if leaf.aval.dtype.kind == "c":
-        return LeafPlan("fallback", reason="complex parameters")
     uses: list[Use] = []
     stack: list[tuple[Var, tuple[int, ...]]] = [(leaf, ())]
     while stack:
