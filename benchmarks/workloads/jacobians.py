@@ -3,6 +3,10 @@
 * ``hessian_logistic_1000``: the dense (1000, 1000) Hessian of the mean
   logistic loss over 500 examples, ``ember.hessian(loss)(w)``; by hand it is
   ``X.T @ (X * p(1-p)[:, None]) / n``.
+* ``hessian_tanh_512_32``: the (32, 512, 512) Hessian of the vector function
+  ``x -> tanh(W @ x + b)`` (512 -> 32) in x, ``ember.hessian(f)(x)``; by hand
+  ``tanh''(z_i) W_i W_i^T`` for each output i. Issue 20's "jit is never slower
+  than eager" row.
 * ``jacrev_tanh_256`` / ``jacfwd_tanh_256``: the (256, 256) Jacobian of
   ``x -> tanh(W @ x)``; by hand ``(1 - y**2)[:, None] * W``.
 * ``hvp_mlp``: a Hessian-vector product of the mean squared error of a
@@ -33,6 +37,8 @@ from benchmarks.registry import register, workload
 LOGISTIC_N, LOGISTIC_D = 500, 1000
 SMOKE_LOGISTIC_N, SMOKE_LOGISTIC_D = 50, 100  # env.smoke
 TANH_N = 256
+HESS_IN, HESS_OUT = 512, 32
+SMOKE_HESS_IN, SMOKE_HESS_OUT = 64, 8  # env.smoke
 HVP_N, HVP_D, HVP_H = 256, 128, 256
 NTK_SIZES, NTK_BATCH = (16, 64, 64, 1), 32
 
@@ -84,6 +90,45 @@ def _(env):
         jx, jy, jw = env.put("jax", (x, y, w))
         jhess = jax.jit(jax.hessian(make_loss(jnp, jax.nn.softplus, jx, jy)))
         impls["jax"] = lambda: jhess(jw).block_until_ready()
+    return impls
+
+
+# --------------------------------------------------------------------------- Hessian of tanh(W x + b)
+
+
+def numpy_tanh_hessian(w, b, x):
+    """H[i] = tanh''(z_i) * outer(W_i, W_i) with z = W @ x + b and tanh'' = -2 tanh (1 - tanh**2)."""
+    y = np.tanh(w @ x + b)
+    return (-2 * y * (1 - y * y))[:, None, None] * w[:, :, None] * w[:, None, :]
+
+
+@workload(f"hessian_tanh_{HESS_IN}_{HESS_OUT}", family="hessian", target=None, rtol=1e-4, atol=1e-6,
+          description=f"hessian tanh(Wx+b) {HESS_IN}->{HESS_OUT}")  # fmt: skip
+def _(env):
+    import ember
+
+    enp = env.enp
+    d_in, d_out = (SMOKE_HESS_IN, SMOKE_HESS_OUT) if env.smoke else (HESS_IN, HESS_OUT)
+    rng = np.random.default_rng(20)
+    # scaled so that tanh is not saturated: the Hessian is not mostly zeros
+    w = (rng.standard_normal((d_out, d_in)) / np.sqrt(d_in)).astype(np.float32)
+    b = (0.1 * rng.standard_normal(d_out)).astype(np.float32)
+    x = rng.standard_normal(d_in).astype(np.float32)
+    ew, eb, ex = env.put("ember", (w, b, x))
+    hess = ember.hessian(lambda x: enp.tanh(ew @ x + eb))
+    jit_hess = ember.jit(hess)
+    impls = {"numpy": lambda: numpy_tanh_hessian(w, b, x), "ember": lambda: hess(ex),
+             "ember_jit": lambda: jit_hess(ex)}  # fmt: skip
+    if env.torch is not None:
+        torch = env.torch
+        tw, tb, tx = env.put("torch", (w, b, x))
+        thess = torch.func.hessian(lambda x: torch.tanh(tw @ x + tb))
+        impls["torch"] = lambda: thess(tx)
+    if env.jnp is not None:
+        jax, jnp = env.jax, env.jnp
+        jw, jb, jx = env.put("jax", (w, b, x))
+        jhess = jax.jit(jax.hessian(lambda x: jnp.tanh(jw @ x + jb)))
+        impls["jax"] = lambda: jhess(jx).block_until_ready()
     return impls
 
 

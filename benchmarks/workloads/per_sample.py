@@ -7,6 +7,12 @@
 * ``per_sample_grads_cnn``: the same for a CNN on 8x8x1 images (conv 3x3 1->8,
   relu, conv 3x3 8->16, relu, flatten, dense 256->10; NCHW / OIHW, 'VALID'),
   batch 64, with ``ember.lax.conv_general_dilated``.
+* ``per_sample_grads_mnist_cnn``: the same for PyTorch's MNIST example network
+  (conv 3x3 1->32, relu, conv 3x3 32->64, relu, max-pool 2, flatten 9216,
+  dense 128, relu, dense 10, log-softmax + NLL) on 28x28 images, batch 64,
+  built with ``ember.nn`` and called through ``nn.functional_call``; torch's
+  twin gets the same weights (``nn.to_torch_state_dict``). Issue 20's "jit is
+  never slower than eager" row (1.2M parameters: 300 MB of gradients).
 * ``per_sample_grads_mlp_large``: the same as the first for an MLP
   784-1024-1024-10 at batch 1024 (1.86M parameters: the output is 7.6 GB of
   float32), a GPU row (``--suite gpu``), tagged ``large`` so that a default CPU
@@ -38,6 +44,8 @@ MLP_BATCH = 128
 LARGE_SIZES, LARGE_BATCH = (784, 1024, 1024, 10), 1024
 SMOKE_LARGE_SIZES, SMOKE_LARGE_BATCH = (78, 102, 102, 10), 16  # env.smoke: the same shape of network, small
 CNN_BATCH, CNN_HW, CNN_C1, CNN_C2, CNN_K, N_CLASSES = 64, 8, 8, 16, 3, 10
+MNIST_BATCH, MNIST_HW, MNIST_C1, MNIST_C2, MNIST_HIDDEN = 64, 28, 32, 64, 128
+SMOKE_MNIST_BATCH = 2  # env.smoke: the image size fixes the network (9216 = 64 * 12 * 12), so only the batch shrinks
 ENSEMBLE = 8
 
 
@@ -216,6 +224,154 @@ def _(env):
         return loss
 
     return _per_sample_impls(env, numpy_cnn_per_sample_grads, make_loss, params, x, y)
+
+
+# --------------------------------------------------------------------------- per-example grads, MNIST CNN
+
+
+def _mnist_cnn_classes(env):
+    """PyTorch's MNIST example network (without its dropout) in ember and, when torch is in the run, in torch."""
+    import ember
+    from ember import nn
+    from ember.nn import functional as F
+
+    flat = MNIST_C2 * ((MNIST_HW - 4) // 2) ** 2  # two 'VALID' 3x3 convs, then a 2x2 pool: 9216
+
+    class MnistCNN(nn.Module):
+        conv1: nn.Conv2d
+        conv2: nn.Conv2d
+        fc1: nn.Linear
+        fc2: nn.Linear
+
+        def __init__(self, *, key):
+            k1, k2, k3, k4 = ember.random.split(key, 4)
+            self.conv1 = nn.Conv2d(1, MNIST_C1, 3, 1, key=k1)
+            self.conv2 = nn.Conv2d(MNIST_C1, MNIST_C2, 3, 1, key=k2)
+            self.fc1 = nn.Linear(flat, MNIST_HIDDEN, key=k3)
+            self.fc2 = nn.Linear(MNIST_HIDDEN, N_CLASSES, key=k4)
+
+        def __call__(self, x, *, key=None):
+            x = F.relu(self.conv1(x))
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            x = F.relu(self.fc1(x.reshape(x.shape[0], -1)))
+            return F.log_softmax(self.fc2(x), dim=1)
+
+    if env.torch is None:
+        return MnistCNN, None
+    torch = env.torch
+    TF = torch.nn.functional
+
+    class TorchMnistCNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(1, MNIST_C1, 3, 1)
+            self.conv2 = torch.nn.Conv2d(MNIST_C1, MNIST_C2, 3, 1)
+            self.fc1 = torch.nn.Linear(flat, MNIST_HIDDEN)
+            self.fc2 = torch.nn.Linear(MNIST_HIDDEN, N_CLASSES)
+
+        def forward(self, x):
+            x = TF.relu(self.conv1(x))
+            x = TF.max_pool2d(TF.relu(self.conv2(x)), 2)
+            x = TF.relu(self.fc1(torch.flatten(x, 1)))
+            return TF.log_softmax(self.fc2(x), dim=1)
+
+    return MnistCNN, TorchMnistCNN
+
+
+def numpy_mnist_cnn_per_sample_grads(params, x, y):
+    """Per-example gradients of the MNIST CNN's NLL of log-softmax, by hand, in ``named_parameters`` order:
+    im2col forward, the pool's gradient to the maximum of each window, matmul backward, col2im."""
+    k1, c1, k2, c2, w1, b1, w2, b2 = params
+    n = x.shape[0]
+    p1, ho1, wo1 = _im2col(x)  # (B, 676, 9)
+    a1 = p1 @ k1.reshape(k1.shape[0], -1).T + c1  # (B, 676, 32)   pixels x channels
+    h1 = np.maximum(a1, 0)
+    p2, ho2, wo2 = _im2col(h1.transpose(0, 2, 1).reshape(n, -1, ho1, wo1))  # (B, 576, 288)
+    k2m = k2.reshape(k2.shape[0], -1)  # (64, 288)
+    a2 = p2 @ k2m.T + c2  # (B, 576, 64)
+    h2 = np.maximum(a2, 0).reshape(n, ho2 // 2, 2, wo2 // 2, 2, -1)  # NHWC, each 2x2 window on axes 2 and 4
+    pooled = h2.max(axis=(2, 4))  # (B, 12, 12, 64)
+    f = pooled.transpose(0, 3, 1, 2).reshape(n, -1)  # flatten as NCHW: (B, 9216)
+    z = f @ w1.T + b1
+    h3 = np.maximum(z, 0)
+    delta = _softmax(h3 @ w2.T + b2) - y  # d loss / d logits, (B, 10)
+    gw2, gb2 = delta[:, :, None] * h3[:, None, :], delta
+    dz = (delta @ w2) * (z > 0)
+    gw1, gb1 = dz[:, :, None] * f[:, None, :], dz
+    dpool = (dz @ w1).reshape(pooled.transpose(0, 3, 1, 2).shape).transpose(0, 2, 3, 1)  # NHWC
+    # every element equal to its window's maximum gets the window's gradient: ties are at 0 only (a.s.), where
+    # the relu's gradient below is 0 whichever element a library picks
+    dh2 = (h2 == pooled[:, :, None, :, None, :]) * dpool[:, :, None, :, None, :]
+    da2 = dh2.reshape(a2.shape) * (a2 > 0)  # (B, 576, 64)
+    gk2, gc2 = (da2.transpose(0, 2, 1) @ p2).reshape(n, *k2.shape), da2.sum(axis=1)
+    dp2 = (da2 @ k2m).reshape(n, ho2, wo2, -1, 3, 3)  # d loss / d windows
+    dh1 = np.zeros((n, ho1, wo1, dp2.shape[3]), np.float32)  # col2im, NHWC: a loop over the 3x3 offsets
+    for i in range(3):
+        for j in range(3):
+            dh1[:, i:i + ho2, j:j + wo2, :] += dp2[..., i, j]  # fmt: skip
+    da1 = dh1.reshape(a1.shape) * (a1 > 0)
+    gk1, gc1 = (da1.transpose(0, 2, 1) @ p1).reshape(n, *k1.shape), da1.sum(axis=1)
+    return [gk1, gc1, gk2, gc2, gw1, gb1, gw2, gb2]
+
+
+@workload("per_sample_grads_mnist_cnn", family="per_sample", target=None, rtol=1e-4, atol=1e-5,
+          description="vmap(grad) MNIST CNN 32/64 b64")  # fmt: skip
+def _(env):
+    import ember
+    from ember import nn
+    from ember.nn import functional as F
+
+    batch = SMOKE_MNIST_BATCH if env.smoke else MNIST_BATCH
+    MnistCNN, TorchMnistCNN = _mnist_cnn_classes(env)
+    model = MnistCNN(key=ember.random.key(20))
+    names = [name for name, _ in model.named_parameters()]
+    params = [np.asarray(p) for _, p in model.named_parameters()]
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal((batch, 1, MNIST_HW, MNIST_HW)).astype(np.float32)
+    labels = rng.integers(0, N_CLASSES, batch)
+    y = np.eye(N_CLASSES, dtype=np.float32)[labels]
+
+    if env.ember_device is not None:
+        model = ember.device_put(model, env.ember_device)
+
+    def loss(params, x, label):  # one example: x (1, 28, 28), an integer label
+        return F.nll_loss(nn.functional_call(model, params, x[None]), label[None])
+
+    per_sample = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
+    jitted = ember.jit(per_sample)
+    eparams, ex, elabels = env.put("ember", (dict(zip(names, params)), x, labels.astype(np.int32)))
+    impls = {"numpy": lambda: numpy_mnist_cnn_per_sample_grads(params, x, y),
+             "ember": lambda: [per_sample(eparams, ex, elabels)[k] for k in names],
+             "ember_jit": lambda: [jitted(eparams, ex, elabels)[k] for k in names]}  # fmt: skip
+    if env.torch is not None:
+        torch = env.torch
+        tmodel = TorchMnistCNN()
+        tmodel.load_state_dict(nn.to_torch_state_dict(model))
+        if env.torch_device is not None:
+            tmodel = tmodel.to(env.torch_device)
+        tf = torch.func
+
+        def tloss(params, x, label):
+            return torch.nn.functional.nll_loss(tf.functional_call(tmodel, params, (x[None],)), label[None])
+
+        tper_sample = tf.vmap(tf.grad(tloss), in_dims=(None, 0, 0))
+        tparams, tx, tlabels = env.put("torch", (dict(zip(names, params)), x, labels))
+        impls["torch"] = lambda: [tper_sample(tparams, tx, tlabels)[k] for k in names]
+    if env.jnp is not None:
+        jax, jnp = env.jax, env.jnp
+
+        def jloss(params, x, y):  # the same network, written out: the parameter list in `names` order
+            k1, c1, k2, c2, w1, b1, w2, b2 = params
+            conv = lambda a, k, c: jax.lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]  # noqa: E731
+            h = jax.nn.relu(conv(jax.nn.relu(conv(x[None], k1, c1)), k2, c2))
+            h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+            logits = jax.nn.relu(h.reshape(-1) @ w1.T + b1) @ w2.T + b2
+            return -jnp.sum(y * jax.nn.log_softmax(logits))
+
+        jper_sample = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
+        jparams, jx, jy = env.put("jax", (params, x, y))
+        impls["jax"] = lambda: jax.block_until_ready(jper_sample(jparams, jx, jy))
+    return impls
 
 
 # --------------------------------------------------------------------------- ensemble forward
