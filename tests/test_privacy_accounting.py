@@ -35,7 +35,10 @@ def rdp_by_integration(q, sigma, a):
     """
     def integrand(z):
         big_l = (2 * z - 1) / (2 * sigma**2)
-        log_ratio = math.log1p(q * math.expm1(big_l)) if big_l < 30 else np.logaddexp(math.log1p(-q), math.log(q) + big_l)
+        if big_l < 30:
+            log_ratio = math.log1p(q * math.expm1(big_l))
+        else:
+            log_ratio = np.logaddexp(math.log1p(-q), math.log(q) + big_l)
         g = a * log_ratio
         log_pdf = stats.norm.logpdf(z, scale=sigma)
         return math.exp(log_pdf) * math.expm1(g) if g < 1 else math.exp(log_pdf + g) - math.exp(log_pdf)
@@ -179,7 +182,8 @@ def test_edge_cases():
     # Extreme settings stay finite and ordered: tiny sampling rates, large orders with little noise.
     tiny = privacy.rdp(1e-9, 1.0, [2, 3, 512])
     assert np.all(np.isfinite(tiny)) and np.all(tiny > 0) and np.all(np.diff(tiny) > 0)
-    np.testing.assert_allclose(tiny[0], math.log1p(1e-18 * math.expm1(1.0)), rtol=1e-12)  # A_2 = 1 + q² (e^(1/σ²) - 1)
+    # A_2 = 1 + q² (e^(1/σ²) - 1)
+    np.testing.assert_allclose(tiny[0], math.log1p(1e-18 * math.expm1(1.0)), rtol=1e-12)
     # Fractional orders sum terms of size 1 to A_a: their RDP is exact to about 1e-16 absolute, not relative.
     assert 0 <= privacy.rdp(1e-9, 1.0, [1.5])[0] < 1e-15
     assert np.all(np.isfinite(privacy.rdp(0.5, 0.3, [1.1, 1.5, 128, 256, 512])))
@@ -304,15 +308,19 @@ def test_add_noise_under_jit_vmap_grad():
     (lambda: privacy.epsilon(-1, 0.01, 1.0, 1e-5), r"steps must be a whole number >= 0, got -1.0"),
     (lambda: privacy.epsilon(2.5, 0.01, 1.0, 1e-5), r"steps must be a whole number >= 0, got 2.5"),
     (lambda: privacy.epsilon(True, 0.01, 1.0, 1e-5), r"steps must be a Python or NumPy real number.*bool"),
-    (lambda: privacy.epsilon(10, enp.array(0.01), 1.0, 1e-5), r"sampling_rate must be a Python or NumPy real number.*pass a float"),
+    (lambda: privacy.epsilon(10, enp.array(0.01), 1.0, 1e-5),
+     r"sampling_rate must be a Python or NumPy real number.*pass a float"),
     (lambda: privacy.epsilon(10, 0.01, 1.0, 1e-5, orders=[1.0, 2.0]), r"every order must be finite and > 1, got 1.0"),
-    (lambda: privacy.epsilon(10, 0.01, 1.0, 1e-5, orders=[]), r"orders must be a number or a non-empty 1-d sequence.*DEFAULT_ORDERS"),
+    (lambda: privacy.epsilon(10, 0.01, 1.0, 1e-5, orders=[]),
+     r"orders must be a number or a non-empty 1-d sequence.*DEFAULT_ORDERS"),
     (lambda: privacy.rdp(0.01, 1.0, [[2, 3]]), r"rdp: orders must be a number or a non-empty 1-d sequence"),
     (lambda: privacy.rdp(0.01, 1.0, [math.inf]), r"rdp: every order must be finite and > 1"),
-    (lambda: privacy.noise_multiplier_for(0.0, 1e-5, 100, 0.01), r"noise_multiplier_for: target_epsilon must be finite and > 0"),
+    (lambda: privacy.noise_multiplier_for(0.0, 1e-5, 100, 0.01),
+     r"noise_multiplier_for: target_epsilon must be finite and > 0"),
     (lambda: privacy.noise_multiplier_for(1.0, 1e-5, 100, 0.01, rtol=0), r"rtol must be in \(0, 1\)"),
     (lambda: privacy.RDPAccountant(orders=[0.5]), r"RDPAccountant: every order must be finite and > 1"),
-    (lambda: privacy.RDPAccountant().step(noise_multiplier=1.0, sampling_rate=2.0), r"RDPAccountant.step: sampling_rate"),
+    (lambda: privacy.RDPAccountant().step(noise_multiplier=1.0, sampling_rate=2.0),
+     r"RDPAccountant.step: sampling_rate"),
     (lambda: privacy.RDPAccountant().epsilon(2.0), r"RDPAccountant.epsilon: delta must be"),
     (lambda: privacy.add_noise(enp.zeros(2), random.key(0), noise_multiplier=-1.0, max_norm=1.0),
      r"add_noise: noise_multiplier must be finite and >= 0"),
@@ -332,6 +340,7 @@ def test_no_noise_reaches_the_target():
 
 
 def test_add_noise_rejects_integer_leaves():
-    with pytest.raises(DTypeError, match=r"add_noise: gradient leaf \['steps'\] has dtype int32, shape \(2,\).*floating"):
+    match = r"add_noise: gradient leaf \['steps'\] has dtype int32, shape \(2,\).*floating"
+    with pytest.raises(DTypeError, match=match):
         privacy.add_noise({"w": enp.zeros(2), "steps": enp.zeros(2, dtype="int32")}, random.key(0),
                           noise_multiplier=1.0, max_norm=1.0)

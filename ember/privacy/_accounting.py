@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,8 @@ __all__ = ["DEFAULT_ORDERS", "RDPAccountant", "add_noise", "epsilon", "noise_mul
 # The union of Opacus's grid (1.1, 1.2, ..., 10.9 and 12..63) and Google dp_accounting's (1.25 ... 4.5,
 # 5..63, 128, 256, 512): epsilon is a minimum over orders, so the union is never looser than either.
 DEFAULT_ORDERS: tuple[float, ...] = tuple(
-    sorted({1 + x / 10 for x in range(1, 100)} | {1.25, 1.75, 2.25} | set(range(11, 64)) | {128, 256, 512})
+    float(a) for a in sorted({1 + x / 10 for x in range(1, 100)} | {1.25, 1.75, 2.25} | set(range(11, 64))
+                             | {128, 256, 512})
 )
 
 _SQRT2 = math.sqrt(2.0)
@@ -43,7 +44,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 # --- checks ----------------------------------------------------------------------------------------
 
 
-def _real(fn: str, name: str, value: Any, valid: str, ok) -> float:
+def _real(fn: str, name: str, value: Any, valid: str, ok: Callable[[float], bool]) -> float:
     """``value`` as a Python float, or an InvalidArgumentError naming ``fn``, ``name`` and the range."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
@@ -346,6 +347,9 @@ class RDPAccountant:
     def step(self, *, noise_multiplier: float, sampling_rate: float, steps: int = 1) -> None:
         """Account for ``steps`` steps at this noise multiplier and sampling rate.
 
+        ``history`` keeps ``(noise_multiplier, sampling_rate, steps)`` per setting; consecutive calls with
+        the same setting add to its count.
+
         Args:
           noise_multiplier: the noise's standard deviation over the clipping norm.
           sampling_rate: the probability that an example is in a batch.
@@ -383,7 +387,8 @@ class RDPAccountant:
         return _epsilon_from_rdp(self.orders, self._rdp, _delta("RDPAccountant.epsilon", delta))
 
     def __repr__(self) -> str:
-        return f"RDPAccountant(history={self.history}, orders={len(self.orders)} from {self.orders.min()} to {self.orders.max()})"
+        orders = f"{len(self.orders)} from {self.orders.min()} to {self.orders.max()}"
+        return f"RDPAccountant(history={self.history}, orders={orders})"
 
 
 # --- the Gaussian mechanism --------------------------------------------------------------------------
