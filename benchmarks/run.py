@@ -12,6 +12,23 @@ repository root, the issue's GPU rows with every library on the GPU:
 
 (NumPy still computes each row's reference on the host, to check every
 result, but is not timed unless ``--impls`` names it; ratios are then to JAX.)
+
+Guarding what is won: ``--compare BASE.json`` runs as usual, then prints each
+row's change against a run saved with ``--json`` (new/base median per call, per
+implementation); ``--compare BASE.json NEW.json`` compares two saved runs
+without running. A change of ember or ember_jit is a regression when the new
+median exceeds the base one by more than the larger per-round spread
+(max - min) / median of the two runs' measurements, and at least the noise floor
+(``--noise-floor``, 5 %). The peers' changes are shown, never flagged. Rows in
+one run only are listed. Exit status: 1 when an ember result is wrong or a
+workload fails (whatever else), 3 when a regression is flagged, 2 on a usage
+error, else 0.
+
+The ``jit/eager`` column (rows that time both ember and ember_jit): ember_jit's
+time over ember's, ``median of per-round ratios (ratio of minima)``, marked SLOW
+when the median exceeds 1 + the larger spread of the two (at least the noise
+floor); the line under the table lists those rows. Speed never changes the exit
+status of a plain run.
 """
 
 from __future__ import annotations
@@ -31,8 +48,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from benchmarks.compare import REGRESSION_EXIT, compare_runs, load_run, report_lines
 from benchmarks.registry import BASELINE, IMPLEMENTATIONS, Env, Workload, load_all, parse_device, to_numpy
-from benchmarks.timing import paired_ratios, time_interleaved
+from benchmarks.timing import NOISE_FLOOR, noise_threshold, paired_ratios, time_interleaved
 
 FULL = {"rounds": 9, "target_s": 0.030, "warmup": 3}
 QUICK = {"rounds": 3, "target_s": 0.005, "warmup": 3}
@@ -62,9 +80,26 @@ class Row:
     #: bytes a call reads and writes at least, and impl -> those bytes / median time in GB/s
     bytes_moved: int | None = None
     gbps: dict[str, float] = field(default_factory=dict)
+    #: ember_jit against ember, where both are timed: see `jit_vs_eager`
+    jit_eager: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
+
+
+class Rows(list):
+    """The rows of a run, in order, with the run's header (``meta``: versions, machine, settings) as written to
+    ``--json``."""
+
+    meta: dict[str, Any]
+
+    def __init__(self, rows: Iterable[Row] = (), meta: dict[str, Any] | None = None):
+        super().__init__(rows)
+        self.meta = dict(meta or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as ``--json`` writes it: ``{"meta": ..., "rows": [...]}``."""
+        return {"meta": self.meta, "rows": [r.to_json() for r in self]}
 
 
 # --------------------------------------------------------------------------- selection
@@ -162,9 +197,10 @@ def check_impls(w: Workload, impls: dict[str, Any], env: Env | None = None) -> d
 
 def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtract_overhead: bool = True,
                  check: bool = True, timed: Iterable[str] | None = None, reference: str = BASELINE,
-                 warmup: int = 3) -> Row:
+                 warmup: int = 3, noise_floor: float = NOISE_FLOOR) -> Row:
     """Check and time one workload. `timed`: the implementations to time (default: every one built; the
-    workload's reference, NumPy or torch, is built regardless, for the check); ratios are to `reference`."""
+    workload's reference, NumPy or torch, is built regardless, for the check); ratios are to `reference`;
+    `noise_floor`: the least excess of ember_jit over ember that `jit_vs_eager` flags."""
     row = Row(name=w.name, family=w.family, description=w.description, target=w.target, reference=reference)
     try:
         impls = dict(w.setup(env))
@@ -201,7 +237,44 @@ def run_workload(w: Workload, env: Env, *, rounds: int, target_s: float, subtrac
     if w.bytes_moved is not None:
         row.bytes_moved = int(w.bytes_moved(env))
         row.gbps = {name: row.bytes_moved / t["median"] / 1e9 for name, t in row.times.items()}
+    row.jit_eager = jit_vs_eager(row.times, noise_floor)
     return row
+
+
+JIT, EAGER = "ember_jit", "ember"
+
+
+def jit_vs_eager(times: dict[str, dict[str, Any]], floor: float = NOISE_FLOOR) -> dict[str, Any] | None:
+    """"jit is never slower than eager" on one row: ember_jit's time over ember's (timed in the same rounds).
+
+    Returns None unless both are in `times` (a Row's), else ``{"median": median of the per-round ratios,
+    "min": ratio of the minima, "threshold": 1 + the larger per-round spread (max - min) / median of the two
+    (at least 1 + floor), "slower": median > threshold}``: slower beyond the run's own noise."""
+    if JIT not in times or EAGER not in times:
+        return None
+    jit, eager = times[JIT]["rounds"], times[EAGER]["rounds"]
+    med = statistics.median(a / b for a, b in zip(jit, eager))
+    threshold = 1 + noise_threshold(jit, eager, floor=floor)
+    return {"median": med, "min": min(jit) / min(eager), "threshold": threshold, "slower": med > threshold}
+
+
+def jit_eager_summary(rows: list[Row]) -> str | None:
+    """One line on "jit is never slower than eager" over the rows that time both; None when none does."""
+    both = [r for r in rows if r.jit_eager]
+    if not both:
+        return None
+    slower = [r for r in both if r.jit_eager["slower"]]
+    if not slower:
+        return f"jit <= eager within noise on all {len(both)} rows that time both"
+    cells = ", ".join(f"{r.name} {r.jit_eager['median']:.2f}x (noise {r.jit_eager['threshold']:.2f}x)" for r in slower)
+    return f"jit slower than eager beyond noise on {len(slower)} of {len(both)} rows: {cells}"
+
+
+def jit_eager_cell(r: Row) -> str:
+    """``median (min)`` of ember_jit/ember, and SLOW when jit is slower beyond noise; "-" without both."""
+    if not r.jit_eager:
+        return "-"
+    return ratio_cell(r.jit_eager) + (" SLOW" if r.jit_eager["slower"] else "")
 
 
 def _synced(env: Env, impl: str, f: Any) -> Any:
@@ -244,11 +317,13 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
         rounds: int | None = None, target_ms: float | None = None, subtract_overhead: bool = True,
         check: bool = True, json_path: str | None = None, out: TextIO | None | str = "stdout",
         device: str = "cpu", suite: str | None = None, smoke: bool = False, reference: str | None = None,
-        markdown_path: str | None = None) -> list[Row]:
-    """Run the selected workloads, print the table to ``out`` (default stdout; None: silent), return the rows.
+        markdown_path: str | None = None, noise_floor: float = NOISE_FLOOR) -> Rows:
+    """Run the selected workloads, print the table to ``out`` (default stdout; None: silent), return the rows
+    (with the run's header as ``.meta``).
 
     `impls` are the implementations timed (NumPy is always run, as the reference of the output check);
-    `device` places every library but NumPy (see `Env`); `reference` is what the ratios are to."""
+    `device` places every library but NumPy (see `Env`); `reference` is what the ratios are to; `noise_floor`
+    is the least excess of ember_jit over ember that the ``jit/eager`` column flags."""
     if out == "stdout":
         out = sys.stdout
     cfg = dict(QUICK if quick else FULL)
@@ -288,15 +363,16 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
         "reference": reference,
         "host_only": host_only,
         "no_reference": no_reference,
+        "noise_floor": noise_floor,
     }
     table = _Table(present, out, reference)
     table.header(meta)
-    rows = []
+    rows = Rows(meta=meta)
     with _ember_default_device(env):
         for w in workloads:
             row = run_workload(w, env, rounds=cfg["rounds"], target_s=cfg["target_s"],
                                subtract_overhead=subtract_overhead, check=check, timed=present,
-                               reference=reference or BASELINE, warmup=cfg["warmup"])
+                               reference=reference or BASELINE, warmup=cfg["warmup"], noise_floor=noise_floor)
             _release(env)
             rows.append(row)
             table.row(row)
@@ -306,7 +382,7 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
             fh.write(markdown(meta, rows, present, reference))
     if json_path:
         with open(json_path, "w") as fh:
-            json.dump({"meta": meta, "rows": [r.to_json() for r in rows]}, fh, indent=1)
+            json.dump(rows.to_json(), fh, indent=1)
     return rows
 
 
@@ -385,8 +461,10 @@ class _Table:
         self.impls, self.out, self.reference = impls, out, reference
         self.on_gpu = False
         self.peers = [i for i in impls if i != reference] if reference in impls else []
+        self.jit_eager = JIT in impls and EAGER in impls
         self.cols = [("workload", 26), ("op", 26)] + [(i, 9) for i in impls] + \
-                    [(f"{i}/{_short(reference)}", 13) for i in self.peers] + [("target", 11)]
+                    [(f"{i}/{_short(reference)}", 13) for i in self.peers] + \
+                    ([("jit/eager", 16)] if self.jit_eager else []) + [("target", 11)]
 
     def _p(self, s: str = "") -> None:
         if self.out is not None:
@@ -411,11 +489,15 @@ class _Table:
         for i in self.peers:
             q = r.ratios.get(i)
             cells.append(ratio_cell(q) if q else "-")
+        if self.jit_eager:
+            cells.append(jit_eager_cell(r))
         cells.append(target_cell(r))
         self._p(self._line(cells))
 
     def footer(self, rows: list[Row]) -> None:
         for line in bandwidth_lines(rows, self.impls, self.on_gpu):
+            self._p(f"# {line}")
+        if (line := jit_eager_summary(rows)) is not None:
             self._p(f"# {line}")
         notes = check_notes(rows)
         if notes:
@@ -457,8 +539,10 @@ def check_notes(rows: list[Row]) -> list[str]:
 def markdown(meta: dict[str, Any], rows: list[Row], impls: list[str], reference: str | None) -> str:
     """The run as Markdown: its header as a list, one table row per workload, bandwidth and check notes."""
     peers = [i for i in impls if i != reference] if reference in impls else []
+    jit_eager = JIT in impls and EAGER in impls
     head = ["workload", "op"] + [f"{i} (host)" if i == BASELINE and meta.get("device", "cpu") != "cpu" else i
-                                 for i in impls] + [f"{i}/{_short(reference)}" for i in peers] + ["target"]  # fmt: skip
+                                 for i in impls] + [f"{i}/{_short(reference)}" for i in peers] + \
+        (["jit/eager"] if jit_eager else []) + ["target"]  # fmt: skip
     out = [f"- {line}" for line in header_lines(meta)] + ["", "| " + " | ".join(head) + " |",
                                                               "|" + "---|" * len(head)]  # fmt: skip
     for r in rows:
@@ -467,9 +551,13 @@ def markdown(meta: dict[str, Any], rows: list[Row], impls: list[str], reference:
             continue
         cells = [r.name, r.description] + [time_cell(r, i) for i in impls]
         cells += [ratio_cell(q) if (q := r.ratios.get(i)) else "-" for i in peers]
+        if jit_eager:
+            cells.append(jit_eager_cell(r))
         cells.append(target_cell(r))
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     extra = [f"- {line}" for line in bandwidth_lines(rows, impls, meta.get("device", "cpu").startswith("cuda"))]
+    if (line := jit_eager_summary(rows)) is not None:
+        extra.append(f"- {line}")
     notes = check_notes(rows)
     if notes:
         extra += [f"- {CHECK_LEGEND}:"] + [f"  - {n}" for n in notes]
@@ -504,7 +592,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-check", action="store_true", help="skip comparing outputs with NumPy")
     p.add_argument("--smoke", action="store_true", help="small sizes and one short round: does it all run (tests)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--compare", nargs="+", metavar="JSON",
+                   help="BASE.json: after the run, print each row's change against BASE.json (a run saved with "
+                        "--json) and flag ember's regressions beyond noise; BASE.json NEW.json: compare two saved "
+                        "runs, running nothing. Exit status 3 when a regression is flagged (1 still wins: a wrong "
+                        "result)")
+    p.add_argument("--noise-floor", type=float, default=NOISE_FLOOR * 100, metavar="PCT",
+                   help="least change called a regression by --compare, or jit slower than eager in the jit/eager "
+                        "column, in percent (default %(default)g); the threshold is the larger of this and each "
+                        "run's per-round spread (max-min)/median")
     a = p.parse_args(argv)
+    floor = a.noise_floor / 100
+    base = None
+    if a.compare:
+        if len(a.compare) > 2:
+            print(f"--compare takes BASE.json and at most one NEW.json, got {len(a.compare)} files", file=sys.stderr)
+            return 2
+        try:
+            base, new = (load_run(path) for path in a.compare) if len(a.compare) == 2 else (load_run(a.compare[0]), None)
+        except (OSError, ValueError) as e:
+            print(f"--compare: {e}", file=sys.stderr)
+            return 2
+        if new is not None:
+            cmp = compare_runs(base, new, floor)
+            print("\n".join(report_lines(cmp, a.compare[0], a.compare[1])))
+            return REGRESSION_EXIT if cmp.regressions else 0
 
     workloads = select(a.only, suite=a.suite)
     if not workloads:
@@ -534,10 +646,15 @@ def main(argv: list[str] | None = None) -> int:
         json_path = json_path or os.path.splitext(a.out)[0] + ".json"
     rows = run(a.only, quick=a.quick, impls=impls, rounds=a.rounds, target_ms=a.target_ms,
                subtract_overhead=not a.no_subtract, check=not a.no_check, json_path=json_path, device=a.device,
-               suite=a.suite, smoke=a.smoke, reference=a.ratios_to, markdown_path=a.out)
-    # correctness of ember's benchmarked code is worth a non-zero exit; speed never is
+               suite=a.suite, smoke=a.smoke, reference=a.ratios_to, markdown_path=a.out, noise_floor=floor)
+    # correctness of ember's benchmarked code is worth a non-zero exit; speed only when asked to compare
     bad = [r for r in rows if r.error or any(c != "ok" for i, c in r.check.items() if i.startswith("ember"))]
-    return 1 if bad else 0
+    regressed = False
+    if base is not None:
+        cmp = compare_runs(base, rows.to_json(), floor)
+        print("\n".join(report_lines(cmp, a.compare[0])))
+        regressed = bool(cmp.regressions)
+    return 1 if bad else REGRESSION_EXIT if regressed else 0
 
 
 def device_problem(spec: str) -> str | None:

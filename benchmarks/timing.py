@@ -12,6 +12,11 @@ The cost of the timing loop itself (calling a zero-argument Python callable) is
 measured the same way with ``lambda: None``, interleaved with the others, and its
 minimum is subtracted from every per-call time (``subtract_overhead``), so a
 tiny op is compared as the op, not as op plus loop.
+
+Noise: a run measures its own, as the spread (max - min) / median of each
+implementation's per-round times. Two medians differ beyond noise when their
+ratio exceeds 1 + the larger spread of the two, and at least 1 + ``NOISE_FLOOR``
+(:func:`noise_threshold`); ``--compare`` and the ``jit/eager`` column use it.
 """
 
 from __future__ import annotations
@@ -104,3 +109,22 @@ def time_interleaved(
 def paired_ratios(num: Timing, den: Timing) -> list[float]:
     """Per-round ratios num/den (the two were measured in the same round)."""
     return [a / b for a, b in zip(num.per_call, den.per_call)]
+
+
+#: The smallest change called a regression (or jit slower than eager), whatever the runs' own spread: with one
+#: round (``--smoke``) the spread is 0, and a few percent move between runs on any machine.
+NOISE_FLOOR = 0.05
+
+
+def spread(per_call: list[float]) -> float:
+    """One implementation's own noise in a run: (max - min) / median of its per-round times; 0 with one round."""
+    if len(per_call) < 2:
+        return 0.0
+    med = statistics.median(per_call)
+    return (max(per_call) - min(per_call)) / med if med > 0 else 0.0
+
+
+def noise_threshold(*per_calls: list[float], floor: float = NOISE_FLOOR) -> float:
+    """The fraction a median must move by to count as a change beyond noise: the largest :func:`spread` of the
+    given per-round times (one list per run or implementation compared), and at least `floor`."""
+    return max([floor, *(spread(p) for p in per_calls)])
