@@ -8,6 +8,7 @@
 from ember import (
     debug,
     dim,
+    distributed,
     errors,
     lax,
     nn,
@@ -22,6 +23,7 @@ from ember.config import config
 from ember.core import primitives as _primitives
 from ember.core.array import Array, Device
 from ember.core.transfer import default_device, device_put, devices
+from ember.distributed import shard_map
 from ember.io import load, load_bytes, save, save_bytes
 from ember.transforms import (
     ShapeDtypeStruct,
@@ -61,7 +63,7 @@ def _install_boundaries() -> None:
 
     for name in ("ember", "ember.numpy", "ember.numpy.linalg", "ember.numpy.fft", "ember.lax", "ember.lax.linalg",
                  "ember.scipy.special", "ember.scipy.linalg", "ember.random", "ember.tree", "ember.nn", "ember.nn.functional",
-                 "ember.nn.init", "ember.optim", "ember.io", "ember.dim"):  # fmt: skip
+                 "ember.nn.init", "ember.optim", "ember.io", "ember.dim", "ember.distributed"):  # fmt: skip
         if name in sys.modules:
             _traceback.wrap_namespace(sys.modules[name])
 
@@ -69,6 +71,6 @@ def _install_boundaries() -> None:
 _install_boundaries()
 
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
-           "custom_jvp", "custom_vjp", "debug", "devices", "dim", "disable_jit", "errors", "eval_shape", "grad", "hessian",
+           "custom_jvp", "custom_vjp", "debug", "devices", "dim", "disable_jit", "distributed", "errors", "eval_shape", "grad", "hessian",
            "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "load", "load_bytes", "make_ir",
-           "nn", "numpy", "optim", "pure_callback", "remat", "save", "save_bytes", "scipy", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+           "nn", "numpy", "optim", "pure_callback", "remat", "save", "save_bytes", "scipy", "shard_map", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
