@@ -273,11 +273,20 @@ def test_one_example_over_the_budget_says_what_to_do(budget):
     assert isinstance(err.value, MemoryError)
 
 
+def test_a_result_over_the_budget_says_chunking_cannot_help(budget):
+    budget(200_000)
+    v = ember.vmap(lambda r: enp.outer(r, r), chunk_size="auto")  # 40 kB per example, 320 kB for all 8
+    with pytest.raises(MemoryBudgetError, match=r"vmap\(<lambda>\).*the result of all 8 examples is 320\.0 kB.*"
+                                                r"200\.0 kB.*chunking cannot make the result smaller"):
+        v(enp.ones((8, 100)))
+
+
 def test_jacobian_explain_says_the_chunking_and_the_peak(budget):
     budget(100_000)
     x = enp.ones(30)
-    text = ember.jacobian(_f, chunk_size="auto").explain(x)
-    _, plans = _plans(ember.jacobian(_f, chunk_size="auto"), x)
+    jac = ember.jacobian(_f, chunk_size="auto")
+    text = jac.explain(x)
+    _, plans = _plans(jac, x)  # the call uses the plan explain decided
     p = plans[-1]
     assert text.startswith("jacobian uses reverse mode (jacrev)")
     assert f"in {p.n_chunks} chunks of {p.chunk} rows" in text

@@ -69,9 +69,10 @@ def _view_of(eqn: Any, contiguous: dict[Any, bool]) -> tuple[bool, bool]:
     return False, True
 
 
-def peak_bytes(program: Program) -> int:
+def peak_bytes(program: Program, const_bytes: Sequence[int] | None = None) -> int:
     """The estimated peak memory, in bytes, of running `program` one equation at a time (see the module
-    docstring for the rules).
+    docstring for the rules). `const_bytes`: the memory the constants' values really take, where known
+    (a broadcast constant is a view of something smaller); by default their shapes' sizes.
 
     >>> ir = ember.make_ir(lambda x: enp.exp(enp.sin(x)) * 2.0)(enp.ones(1000))   # f32: 4000 bytes each
     >>> peak_bytes(ir.program)        # x, sin(x) and exp(...) live at once; then sin(x) is freed
@@ -102,8 +103,12 @@ def peak_bytes(program: Program) -> int:
             live -= size[a]
 
     pinned = {*program.constvars, *program.invars}
-    for v in pinned:
-        allocate(v, _nbytes(v.aval))
+    sizes = list(const_bytes) if const_bytes is not None else [_nbytes(v.aval) for v in program.constvars]
+    for v, nbytes in zip(program.constvars, sizes, strict=True):
+        allocate(v, nbytes)
+    for v in program.invars:
+        if v not in memory:  # (a variable both a constant and an input is counted once)
+            allocate(v, _nbytes(v.aval))
     seen_literals: set[int] = set()
     for eqn in program.eqns:
         for v in eqn.inputs:
@@ -220,15 +225,13 @@ class ChunkPlan:
     def describe(self, what: str = "examples") -> str:
         """The chunking in words, for explain()."""
         if self.n_chunks == 1:
-            split = f"in one pass of {self.size} {what}"
-            extra = ""
-        else:
-            last = self.sizes[-1]
-            one = what[:-1] if self.chunk == 1 and what.endswith("s") else what
-            split = f"in {self.n_chunks} chunks of {self.chunk} {one}" + (f" (the last {last})" if last != self.chunk else "")
-            extra = f" (+ {format_bytes(self.result)} for the result)"
-        return (f"{split}; estimated peak {format_bytes(self.peak)} per chunk{extra} against a budget of "
-                f"{format_bytes(self.budget)}")  # fmt: skip
+            return (f"in one pass of {self.size} {what}; estimated peak {format_bytes(self.peak)} against a budget of "
+                    f"{format_bytes(self.budget)}")  # fmt: skip
+        last = self.sizes[-1]
+        one = what[:-1] if self.chunk == 1 and what.endswith("s") else what
+        split = f"in {self.n_chunks} chunks of {self.chunk} {one}" + (f" (the last {last})" if last != self.chunk else "")
+        return (f"{split}; estimated peak {format_bytes(self.peak)} per chunk (+ {format_bytes(self.result)} for the "
+                f"result) against a budget of {format_bytes(self.budget)}")  # fmt: skip
 
     def __str__(self) -> str:
         return f"{self.name} on {self.size} examples: {self.describe()}"
@@ -293,12 +296,19 @@ def plan_chunks(name: str, size: int, chunk_peak: Callable[[int], tuple[int, int
 
 
 def _too_big(name: str, size: int, one: int, result: int, budget: int) -> MemoryBudgetError:
+    fix = ("raise it with ember.config.update('memory_budget', n_bytes) (or EMBER_MEMORY_BUDGET) or free memory, "
+           "or ")  # fmt: skip
+    if result and 2 * result > budget and one <= budget:
+        return MemoryBudgetError(
+            f"{name} with chunk_size='auto': the result of all {size} examples is {format_bytes(result)}, held twice "
+            f"while the chunks are joined, and one example's estimated peak is {format_bytes(one)}: more than the "
+            f"memory budget of {format_bytes(budget)} ({budget} bytes); chunking cannot make the result smaller: "
+            f"{fix}return less per example (reduce over the examples inside the function, or split the batch yourself)")
     held = f" while holding the {format_bytes(result)} result of all {size}" if result else ""
     return MemoryBudgetError(
         f"{name} with chunk_size='auto': one example at a time needs an estimated {format_bytes(one)} at its peak"
-        f"{held}, more than the memory budget of {format_bytes(budget)} ({budget} bytes); raise it with "
-        "ember.config.update('memory_budget', n_bytes) (or EMBER_MEMORY_BUDGET), free memory, or give the "
-        "function less to do per example (smaller inputs, or lax.map over part of it)")
+        f"{held}, more than the memory budget of {format_bytes(budget)} ({budget} bytes); {fix}give the function "
+        "less to do per example (smaller inputs, or lax.map over part of it)")
 
 
 # --- deciding once per function and shapes ----------------------------------------------------------
@@ -351,4 +361,18 @@ def trace_peak(fun: Callable[..., Any], avals: Sequence[Any]) -> tuple[int, int]
     stand_ins = [wrap(np.broadcast_to(np.zeros((), a.dtype), a.shape), a.weak_type) for a in avals]
     closed = make_ir(fun)(*stand_ins)
     out = sum(_nbytes(v.aval) for v in closed.program.outvars)
-    return peak_bytes(closed.program), out
+    consts = [_held_bytes(c, v.aval) for c, v in zip(closed.consts, closed.program.constvars)]
+    return peak_bytes(closed.program, consts), out
+
+
+def _held_bytes(value: Any, aval: Any) -> int:
+    """The memory a constant's value takes: that of the array its buffer is a view of (a broadcast of a
+    small array takes the small array's), at most its shape's size; its shape's size when not known."""
+    from ember.core.array import Array
+
+    buffer = value._value if type(value) is Array else value  # (a tracer's value is not known)
+    if not isinstance(buffer, np.ndarray):
+        return _nbytes(aval)
+    while isinstance(buffer.base, np.ndarray):
+        buffer = buffer.base
+    return min(buffer.nbytes, _nbytes(aval))
