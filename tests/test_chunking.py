@@ -165,6 +165,21 @@ def test_default_budget_is_half_the_available_memory(budget):
     assert abs(got - available // 2) < 0.05 * available  # (memory moves a little between the two reads)
 
 
+def test_default_budget_on_a_gpu_is_half_its_free_memory(monkeypatch):
+    # No GPU here: a stand-in for CuPy with the two calls the budget makes (Device as a context, memGetInfo).
+    import contextlib
+    import types
+
+    import ember.backends
+
+    seen = []
+    runtime = types.SimpleNamespace(memGetInfo=lambda: (6_000_000_000, 80_000_000_000))
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        runtime=runtime, Device=lambda i: seen.append(i) or contextlib.nullcontext()))  # fmt: skip
+    monkeypatch.setattr(ember.backends, "_cupy", lambda: fake)
+    assert _memory.default_budget("cuda", 1) == 3_000_000_000 and seen == [1]
+
+
 # --- results -----------------------------------------------------------------------------------------
 
 

@@ -15,9 +15,13 @@ The estimate (`peak_bytes`) walks a program's equations in order, as NumPy would
 - an equation holding programs (a scan, while or cond body; a custom rule) adds, while it runs, the
   largest of their own peaks (inputs included: counted twice, again the safe side).
 
-Generated code reuses dead buffers in place (buffers.py), so jit's real peak is at most this; eager
-execution frees a value when Python drops it, which is later than its last use when a Python frame
-still names it (see the measurements in tests/test_chunking.py).
+Measured against a child process's peak resident memory (CPU, float32; tests/test_chunking.py runs the
+first): a 100 x 7500 jacrev unchunked, estimate 606 MB, measured 606-612 MB; per-example gradients of a
+784-512-10 MLP at batch 128, 208 MB net of inputs, measured 206-209 MB eager or jitted; vmap of
+``tanh(outer(r, r)).sum(0)`` over 64 x 1500, 1152 MB, measured 1152 MB eager, 576 MB jitted (generated
+code writes results over dead buffers: the estimate is then an upper bound). Under a 50 MB budget the
+jacrev runs in 15 chunks, measured 48 MB; glibc's malloc can add a few MB (after a large free it serves
+large arrays from its heap and keeps their pages: MALLOC_MMAP_THRESHOLD_ fixes that).
 """
 
 from __future__ import annotations
