@@ -168,7 +168,7 @@ def test_norms_match_materialised(make, prefer):
 
 
 @pytest.mark.parametrize("make", MODELS, ids=lambda m: m.__name__)
-def test_clipped_grad_matches_materialised(make):
+def test_clipped_grad_matches_materialised(make, prefer):
     loss, params, batch = make()
     want, norms = reference_clipped(loss, params, batch, max_norm=float(np.median(reference_norms(loss, params, batch))))
     max_norm = float(np.median(norms))

@@ -8,15 +8,17 @@ alongside, so each example's norm follows from ``X`` and ``D`` (`_norms`) withou
 per-example gradient. Other leaves (biases, normalisation scales, weights used inside a ``scan``) get
 their per-example gradients materialised, which for those leaves is what ``vmap(grad)`` does.
 
-`clipped_grad` then needs no per-example gradient at all: with the weights
-``w_i = min(1, max_norm / norm_i)`` held constant, the gradient of ``Σ_i w_i loss_i`` is the sum of the
-clipped per-example gradients — one ordinary batched backward pass.
+`clipped_grad` reuses that same pass: with the weights ``w_i = min(1, max_norm / norm_i)``, a ghost
+leaf's clipped sum ``Σ_i w_i X_iᵀ D_i`` is its uses' weight gradient with each example's cotangent
+scaled by ``w_i``, contracted over the batch in one product (no per-example gradient formed); the
+leaves whose per-example gradients were formed are summed with the weights. One forward and one
+backward pass in all — the same result as a second backward pass of ``Σ_i w_i loss_i``, without it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from ember.core.ir import Literal, Program
 from ember.core.pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax import stop_gradient
-from ember.privacy._norms import direct_sq, factors, gram_sq
+from ember.privacy._norms import batch_grad, direct_grad, factors, gram_sq
 from ember.privacy._uses import LeafPlan, analyse
 from ember.transforms.autodiff import grad
 from ember.transforms.jit import ClosedProgram, make_ir
@@ -48,7 +50,7 @@ class PerExampleNorms:
     def __call__(self, params: Any, batch: Sequence[Any]) -> Array:
         batch = _check_batch(self._op, batch)
         closed, plans = self._analyse(params, batch)
-        return _norms(closed, plans, params, batch)
+        return _norms(closed, plans, params, batch)[0]
 
     @api_boundary
     def explain(self, params: Any, batch: Sequence[Any]) -> str:
@@ -120,11 +122,10 @@ class ClippedGrad:
     def __call__(self, params: Any, batch: Sequence[Any]) -> Any:
         batch = _check_batch("clipped_grad", batch)
         closed, plans = self._norms._analyse(params, batch)
-        norms = _norms(closed, plans, params, batch)
+        norms, parts = _norms(closed, plans, params, batch, parts=True)
         safe = enp.where(norms > 0, norms, 1)
         weights = stop_gradient(enp.where(norms > self.max_norm, self.max_norm / safe, 1).astype(norms.dtype))
-        losses = vmap(self.loss, in_axes=(None, *[0] * len(batch)))
-        grads = grad(lambda p: enp.sum(weights * losses(p, *batch)))(params)
+        grads = _clipped_sum(closed, plans, params, weights, parts)
         return (grads, norms) if self.return_norms else grads
 
     @api_boundary
@@ -137,8 +138,10 @@ def clipped_grad(loss: Callable[..., Any], max_norm: float, *, return_norms: boo
     """The sum over a batch of each example's gradient clipped to norm `max_norm` (DP-SGD's clipping).
 
     ``Σ_i grad_i * min(1, max_norm / ||grad_i||)`` (an example with a zero gradient counts with weight 1),
-    computed without forming the per-example gradients: the norms by `per_example_norms`, then one
-    backward pass of ``Σ_i w_i loss_i`` with the weights ``w_i`` held constant. Add the noise and divide
+    computed without forming the per-example gradients of the ghost leaves (see `per_example_norms`):
+    the pass that gives the norms also gives each ghost use's activations ``X`` and cotangents ``D``,
+    and the leaf's clipped sum is ``Σ_i w_i X_iᵀ D_i``, one product over the batch. One forward and one
+    backward pass in all. The weights are constants (not differentiated). Add the noise and divide
     by the batch size (or the expected batch size) to get DP-SGD's update. Works under `ember.jit`.
 
     Args:
@@ -201,7 +204,20 @@ def _check_max_norm(max_norm: Any) -> Any:
 # --- the instrumented program ----------------------------------------------------------------------
 
 
-def _norms(closed: ClosedProgram, plans: list[LeafPlan], params: Any, batch: tuple[Array, ...]) -> Array:
+class _Parts(NamedTuple):
+    """What the clipped sum needs beyond the norms, each batched along axis 0: the per-example gradients
+    of the leaves that have them (fallback and direct leaves, by leaf index), and the activations and
+    output cotangents of the Gram leaves' uses (by equation index)."""
+
+    grads: dict[int, Array]
+    activations: dict[int, Array]
+    cotangents: dict[int, Array]
+
+
+def _norms(closed: ClosedProgram, plans: list[LeafPlan], params: Any, batch: tuple[Array, ...],
+           parts: bool = False) -> tuple[Array, _Parts | None]:  # fmt: skip
+    """Each example's gradient norm (and, with `parts`, what `_clipped_sum` needs), from one batched
+    forward and backward pass of the instrumented program."""
     program = closed.program
     leaves = [enp.asarray(x) for x in tree_flatten(params)[0]]
     fallback = [i for i, p in enumerate(plans) if p.mode == "fallback"]
@@ -209,7 +225,7 @@ def _norms(closed: ClosedProgram, plans: list[LeafPlan], params: Any, batch: tup
     probed = {u.eqn: u for _, p in ghost for u in p.uses}
     dtype = program.outvars[0].aval.dtype
 
-    def one_example(fixed: list[Array], diff: list[Array], example: list[Array]) -> Array:
+    def one_example(fixed: list[Array], diff: list[Array], example: list[Array]) -> tuple[Array, _Parts | None]:
         probes = {k: enp.zeros(program.eqns[k].outvars[0].aval.shape, program.eqns[k].outvars[0].aval.dtype)
                   for k in probed}  # fmt: skip
 
@@ -220,9 +236,8 @@ def _norms(closed: ClosedProgram, plans: list[LeafPlan], params: Any, batch: tup
             return _run(program, closed.consts, [*values, *example], probes, probed)
 
         (g_fallback, cotangents), activations = grad(instrumented, argnums=(0, 1), has_aux=True)(diff, probes)
+        grads = dict(zip(fallback, g_fallback))
         total = enp.zeros((), dtype)
-        for g in g_fallback:
-            total = total + enp.sum(g * g).astype(dtype)
         for i, plan in ghost:
             if plan.mode == "gram":
                 for group in sorted({u.group for u in plan.uses}):
@@ -230,12 +245,33 @@ def _norms(closed: ClosedProgram, plans: list[LeafPlan], params: Any, batch: tup
                              for u in plan.uses if u.group == group]  # fmt: skip
                     total = total + gram_sq(pairs, dtype)
             else:
-                total = total + direct_sq(program.eqns, fixed[i], plan.uses, activations, cotangents).astype(dtype)
-        return total
+                grads[i] = direct_grad(program.eqns, fixed[i], plan.uses, activations, cotangents)
+        for g in grads.values():
+            total = total + enp.sum(g * g).astype(dtype)
+        if not parts:
+            return total, None
+        gram_uses = {u.eqn for _, p in ghost if p.mode == "gram" for u in p.uses}
+        return total, _Parts(grads, {k: activations[k] for k in gram_uses}, {k: cotangents[k] for k in gram_uses})
 
     diff = [leaves[i] for i in fallback]
-    squares = vmap(one_example, in_axes=(None, None, 0))(leaves, diff, list(batch))
-    return enp.sqrt(enp.maximum(squares, 0))
+    squares, rest = vmap(one_example, in_axes=(None, None, 0))(leaves, diff, list(batch))
+    return enp.sqrt(enp.maximum(squares, 0)), rest
+
+
+def _clipped_sum(closed: ClosedProgram, plans: list[LeafPlan], params: Any, weights: Array, parts: _Parts) -> Any:
+    """``Σ_i w_i grad_i`` leaf by leaf: a weighted sum of the per-example gradients where they were formed,
+    else the uses' weight gradients with each example's cotangent scaled by its weight, contracted over
+    the batch in one product (nothing per example is formed)."""
+    leaves, tree = tree_flatten(params)
+    out = []
+    for i, (leaf, plan) in enumerate(zip(leaves, plans)):
+        leaf = enp.asarray(leaf)
+        if i in parts.grads:
+            g = parts.grads[i]
+            out.append(enp.tensordot(weights.astype(g.dtype), g, axes=1))
+        else:
+            out.append(batch_grad(closed.program.eqns, leaf, plan.uses, parts.activations, parts.cotangents, weights))
+    return tree_unflatten(tree, out)
 
 
 def _run(program: Program, consts: Sequence[Any], args: Sequence[Any], probes: dict[int, Array],

@@ -20,6 +20,7 @@ from ember.core.array import Array
 from ember.core.ir import Eqn
 from ember.privacy._uses import Use
 from ember.transforms.autodiff import vjp
+from ember.transforms.vmap import vmap
 
 
 class OneHot(NamedTuple):
@@ -104,22 +105,42 @@ def gram_sq(pairs: list[tuple[Factor, Factor]], dtype: Any) -> Array:
     return total
 
 
-def direct_sq(program_eqns: list[Eqn], leaf: Array, uses: tuple[Use, ...], activations: dict[int, Array],
-              cotangents: dict[int, Array]) -> Array:  # fmt: skip
-    """``||Σ_u G_u||²`` with each use's gradient pulled back through its view chain onto the leaf."""
+def _use_of(program_eqns: list[Eqn], use: Use) -> Any:
+    """The use as a function of the leaf and the use's activation: its view chain, then its equation."""
+    eqn = program_eqns[use.eqn]
+
+    def use_of(w: Array, activation: Array) -> Array:
+        for k in use.chain:
+            view = program_eqns[k]
+            w = view.primitive.bind(w, **view.params)
+        ins = [None, None]
+        ins[use.pos], ins[use.other] = w, activation
+        return eqn.primitive.bind(*ins, **eqn.params)
+
+    return use_of
+
+
+def direct_grad(program_eqns: list[Eqn], leaf: Array, uses: tuple[Use, ...], activations: dict[int, Array],
+                cotangents: dict[int, Array]) -> Array:  # fmt: skip
+    """One example's ``Σ_u G_u``, each use's gradient pulled back through its view chain onto the leaf."""
     total = None
     for use in uses:
-        eqn = program_eqns[use.eqn]
-
-        def use_of(w: Array, use: Use = use, eqn: Eqn = eqn) -> Array:
-            for k in use.chain:
-                view = program_eqns[k]
-                w = view.primitive.bind(w, **view.params)
-            ins = [None, None]
-            ins[use.pos], ins[use.other] = w, activations[use.eqn]
-            return eqn.primitive.bind(*ins, **eqn.params)
-
-        _, pull = vjp(use_of, leaf)
+        use_of = _use_of(program_eqns, use)
+        _, pull = vjp(lambda w, use_of=use_of, use=use: use_of(w, activations[use.eqn]), leaf)
         (g,) = pull(cotangents[use.eqn])
         total = g if total is None else total + g
-    return enp.sum(total * total)
+    return total
+
+
+def batch_grad(program_eqns: list[Eqn], leaf: Array, uses: tuple[Use, ...], activations: dict[int, Array],
+               cotangents: dict[int, Array], weights: Array) -> Array:  # fmt: skip
+    """``Σ_i w_i Σ_u G_u,i`` from the batched activations and cotangents: the pull-back of the use mapped
+    over the batch (the leaf shared) contracts the batch axis with the others, per-example-free."""
+    total = None
+    for use in uses:
+        use_of = vmap(_use_of(program_eqns, use), in_axes=(None, 0))
+        d = cotangents[use.eqn]
+        _, pull = vjp(lambda w, use_of=use_of, use=use: use_of(w, activations[use.eqn]), leaf)
+        (g,) = pull(d * weights.astype(d.dtype).reshape((-1,) + (1,) * (d.ndim - 1)))
+        total = g if total is None else total + g
+    return total
