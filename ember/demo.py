@@ -1,12 +1,16 @@
 """`python -m ember.demo`: private training of a small MLP on handwritten digits.
 
 Trains a 64-128-128-10 tanh MLP, built from ``ember.nn`` layers, on the
-8x8 digits bundled in `ember/data/` with DP-SGD: per-example gradients from
-`ember.vmap(ember.value_and_grad(loss))`, each clipped to a norm bound, summed,
-with Gaussian noise added, then a step of ``ember.optim.adam``. Prints the test
-accuracy and what one step costs next to the same step computed with a Python
-loop of `grad` over the examples, and saves a figure of the training curves
-and of the per-example gradient norms before clipping.
+8x8 digits bundled in `ember/data/` with DP-SGD: each example's gradient clipped
+to a norm bound and summed by `ember.privacy.clipped_grad` (the norms by the
+"ghost norm" identity, so no per-example gradient of a weight matrix is formed),
+Gaussian noise from `ember.privacy.add_noise`, then a step of
+``ember.optim.adam``, the whole step compiled by `ember.jit`. Prints the test
+accuracy, the privacy spent (epsilon at delta 1e-5, by `ember.privacy.epsilon`),
+and what one step costs next to the same step with materialised per-example
+gradients (``jit(vmap(grad))``, then clipping) and with a Python loop of `grad`
+over the examples; saves a figure of the training curves and of the per-example
+gradient norms before clipping.
 
 The demo alone needs tqdm and matplotlib (`pip install "ember[demo]"`); the
 library never imports them.
@@ -32,7 +36,7 @@ import numpy as np
 
 import ember
 import ember.numpy as enp
-from ember import nn, optim
+from ember import nn, optim, privacy
 from ember.nn import functional as F
 
 Params = nn.Sequential
@@ -109,49 +113,75 @@ def accuracy(model: nn.Sequential, x: ember.Array, y: ember.Array) -> float:
 
 # --- DP-SGD with ember.optim's Adam -------------------------------------------------------------
 
-# The per-example gradients: vmap over the batch axis of x and y, the parameters shared.
-per_example_grads = ember.vmap(ember.value_and_grad(loss), in_axes=(None, 0, 0))
+DELTA = 1e-5  # the delta of the (epsilon, delta) guarantee: below 1 / (number of training examples)
 
 
-def looped_per_example_grads(params: Params, x: ember.Array, y: ember.Array) -> tuple[ember.Array, Params]:
-    """The same as ``per_example_grads`` with a Python loop of ``grad``: the baseline to beat."""
-    value_and_grad = ember.value_and_grad(loss)
-    results = [value_and_grad(params, x[i], y[i]) for i in range(x.shape[0])]
-    losses = enp.stack([value for value, _ in results])
-    grads = ember.tree.map(lambda *leaves: enp.stack(leaves), *[g for _, g in results])
-    return losses, grads
+def clipped_sum(params: Params, x: ember.Array, y: ember.Array, clip: float) -> tuple[Params, ember.Array]:
+    """The sum over the batch of each example's gradient clipped to norm ``clip``, and the norms before clipping.
 
-
-def privatize(grads: Params, key: ember.Array, clip: float, noise: float) -> tuple[Params, ember.Array]:
-    """DP-SGD's gradient: clip each example's gradient to norm ``clip``, sum, add N(0, (noise*clip)^2), average.
-
-    Returns:
-        ``(noisy mean gradient, per-example norms before clipping)``.
+    By `ember.privacy.clipped_grad`: the weights' per-example norms by the ghost-norm identity (from each
+    layer's input and output gradient), the biases' from their (small) per-example gradients, then one
+    backward pass of the loss weighted by ``min(1, clip / norm)``; no per-example weight gradient is formed.
     """
+    return privacy.clipped_grad(loss, clip, return_norms=True)(params, (x, y))
+
+
+def _clip_and_sum(grads: Params, clip: float) -> tuple[Params, ember.Array]:
+    """Materialised per-example gradients (batch axis first) clipped to norm ``clip`` and summed; and the norms."""
     leaves, treedef = ember.tree.flatten(grads)
     batch = leaves[0].shape[0]
     norms = enp.sqrt(sum(enp.sum(g.reshape(batch, -1) ** 2, axis=1) for g in leaves))
     factor = enp.minimum(1.0, clip / (norms + 1e-12))
-    noisy = []
-    for g, k in zip(leaves, ember.random.split(key, len(leaves))):
-        clipped_sum = enp.sum(g * factor.reshape((batch,) + (1,) * (g.ndim - 1)), axis=0)
-        noisy.append((clipped_sum + noise * clip * ember.random.normal(k, clipped_sum.shape)) / batch)
-    return ember.tree.unflatten(treedef, noisy), norms
+    sums = [enp.tensordot(factor, g, axes=1) for g in leaves]
+    return ember.tree.unflatten(treedef, sums), norms
+
+
+# Every example's gradient at once: vmap over the batch axis of x and y, the parameters shared.
+per_example_grads = ember.vmap(ember.grad(loss), in_axes=(None, 0, 0))
+
+
+def materialised_clipped_sum(params: Params, x: ember.Array, y: ember.Array, clip: float) -> tuple[Params, ember.Array]:
+    """`clipped_sum` the direct way: every per-example gradient formed by ``vmap(grad)``, then clipped."""
+    return _clip_and_sum(per_example_grads(params, x, y), clip)
+
+
+def looped_clipped_sum(params: Params, x: ember.Array, y: ember.Array, clip: float) -> tuple[Params, ember.Array]:
+    """`clipped_sum` with a Python loop of ``grad`` over the examples: the baseline to beat."""
+    one = ember.grad(loss)
+    grads = [one(params, x[i], y[i]) for i in range(x.shape[0])]
+    return _clip_and_sum(ember.tree.map(lambda *leaves: enp.stack(leaves), *grads), clip)
+
+
+CLIPPING: dict[str, Callable[..., tuple[Params, ember.Array]]] = {
+    "ghost": clipped_sum, "materialised": materialised_clipped_sum, "loop": looped_clipped_sum}
 
 
 def train_step(params: Params, state: Any, x: ember.Array, y: ember.Array, key: ember.Array, *,
                lr: float, clip: float, noise: float,
-               grads_fn: Callable[..., Any] = per_example_grads) -> tuple[Params, Any, ember.Array, ember.Array]:
-    """One DP-SGD step with Adam; returns the new parameters and optimizer state, the per-example losses and
-    norms."""
-    losses, grads = grads_fn(params, x, y)
-    grad, norms = privatize(grads, key, clip, noise)
+               clipping: str = "ghost") -> tuple[Params, Any, ember.Array, ember.Array]:
+    """One DP-SGD step with Adam: clipped per-example gradients summed, N(0, (noise * clip)^2) added to the sum,
+    divided by the batch size. Returns the new parameters and optimizer state, the per-example losses and the
+    per-example gradient norms before clipping. `clipping` picks how the clipped sum is computed (`CLIPPING`)."""
+    grad_sum, norms = CLIPPING[clipping](params, x, y, clip)
+    noisy = privacy.add_noise(grad_sum, key, noise_multiplier=noise, max_norm=clip)
+    grad = ember.tree.map(lambda g: g / x.shape[0], noisy)
     updates, state = optim.adam(learning_rate=lr).update(grad, state, params)
+    losses = ember.vmap(loss, in_axes=(None, 0, 0))(params, x, y)  # for the progress bar and the figure
     return optim.apply_updates(params, updates), state, losses, norms
 
 
 # The step compiled: traced once (the hyperparameters are static: Python numbers in the trace).
-jit_train_step = ember.jit(train_step, static_argnames=("lr", "clip", "noise", "grads_fn"))
+jit_train_step = ember.jit(train_step, static_argnames=("lr", "clip", "noise", "clipping"))
+
+
+def privacy_spent(steps: int, batch_size: int, n_train: int, noise: float) -> float:
+    """Epsilon at `DELTA` after ``steps`` steps, by the RDP accountant of `ember.privacy.epsilon`.
+
+    It counts each batch as drawn by Poisson sampling at rate ``batch_size / n_train``; the demo takes
+    shuffled batches of a fixed size instead, which is the usual approximation (Opacus' and TF-Privacy's
+    tutorials make it too).
+    """
+    return privacy.epsilon(steps, batch_size / n_train, noise, DELTA)
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -185,18 +215,21 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _compare_steps(params: Params, state: Any, x: ember.Array, y: ember.Array, key: ember.Array,
-                   hp: dict[str, float], loop_repeat: int) -> dict[str, tuple[float, float]]:
-    """Best-of seconds of a whole step and of its per-example gradients: (jit of vmap, vmap, Python loop).
+                   hp: dict[str, float], loop_repeat: int) -> dict[str, tuple[float, float, float]]:
+    """Best-of seconds of a whole step and of its clipped gradient sum alone, three ways: (ghost norms under jit,
+    materialised ``vmap(grad)`` under jit, a Python loop of ``grad``).
 
     They run interleaved, so that machine noise hits all alike; the fast sides get more tries.
     """
-    jit_grads = ember.jit(per_example_grads)
+    clip = hp["clip"]
+    ghost, materialised = ember.jit(clipped_sum, static_argnames="clip"), ember.jit(materialised_clipped_sum,
+                                                                                     static_argnames="clip")
     cases = {
         "step": (lambda: jit_train_step(params, state, x, y, key, **hp),
-                 lambda: train_step(params, state, x, y, key, **hp),
-                 lambda: train_step(params, state, x, y, key, grads_fn=looped_per_example_grads, **hp)),
-        "grads": (lambda: jit_grads(params, x, y), lambda: per_example_grads(params, x, y),
-                  lambda: looped_per_example_grads(params, x, y)),
+                 lambda: jit_train_step(params, state, x, y, key, clipping="materialised", **hp),
+                 lambda: train_step(params, state, x, y, key, clipping="loop", **hp)),
+        "clipped_sum": (lambda: ghost(params, x, y, clip=clip), lambda: materialised(params, x, y, clip=clip),
+                        lambda: looped_clipped_sum(params, x, y, clip)),
     }
     best = {name: [float("inf")] * 3 for name in cases}
     for round_ in range(loop_repeat + 8):
@@ -290,27 +323,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             _checkpoint(args, params, state, key_train, epoch + 1, history)
     bar.close()
 
-    # The same step with the per-example gradients from a Python loop of grad over the examples, on one batch.
+    # The same step with materialised per-example gradients, and with a Python loop of grad, on one batch.
     x, y = data.x_train[: args.batch_size], data.y_train[: args.batch_size]
     key_noise = ember.random.key(args.seed + 1)
     timings = _compare_steps(params, state, x, y, key_noise, hp, loop_repeat=1 if args.quick else 3)
-    (step_j, step_v, step_l), (grads_j, grads_v, grads_l) = timings["step"], timings["grads"]
+    (step_g, step_m, step_l), (sum_g, sum_m, sum_l) = timings["step"], timings["clipped_sum"]
+    steps = args.epochs * steps_per_epoch
+    epsilon = privacy_spent(steps, args.batch_size, n_train, args.noise)
 
     print(f"test accuracy: {history['test_acc'][-1]:.1%} (train {history['train_acc'][-1]:.1%}, chance 10%)")
+    print(f"privacy: (epsilon, delta) = ({epsilon:.2f}, {_short(DELTA)}) after {steps} steps at sampling rate "
+          f"{args.batch_size / n_train:.4f} and noise multiplier {args.noise}"
+          + (" (no noise: no privacy)" if args.noise == 0 else ""))
     if first_call is not None:
         print(f"first call of the jitted step (trace + compile + run): {first_call * 1e3:.0f} ms")
-    print(f"time per step (batch {args.batch_size}): {step_j * 1e3:.1f} ms with jit(vmap(grad)), "
-          f"{step_v * 1e3:.1f} ms with vmap(grad) without jit, {step_l * 1e3:.1f} ms with a Python loop of grad "
-          f"over the examples: {step_l / step_j:.1f}x speedup")
-    print(f"  the per-example gradients alone: {grads_j * 1e3:.1f} ms with jit(vmap(grad)), {grads_v * 1e3:.1f} ms "
-          f"with vmap(grad), {grads_l * 1e3:.1f} ms with the loop: {grads_l / grads_j:.1f}x speedup")
-    out = _plot(history, args, steps_per_epoch)
+    print(f"time per step (batch {args.batch_size}): {step_g * 1e3:.1f} ms with clipped_grad (ghost norms), "
+          f"{step_m * 1e3:.1f} ms with jit(vmap(grad)) + clipping (materialised), {step_l * 1e3:.1f} ms with a "
+          f"Python loop of grad over the examples: {step_l / step_g:.1f}x speedup")
+    print(f"  the clipped gradient sum alone: {sum_g * 1e3:.1f} ms with ghost norms, {sum_m * 1e3:.1f} ms "
+          f"materialised, {sum_l * 1e3:.1f} ms with the loop: {sum_l / sum_g:.1f}x speedup")
+    out = _plot(history, args, steps_per_epoch, epsilon)
     print(f"figure saved to {out}")
-    return {"test_accuracy": history["test_acc"][-1], "step_s": step_j, "loop_step_s": step_l, "figure": out,
-            "model": params}
+    return {"test_accuracy": history["test_acc"][-1], "epsilon": epsilon, "steps": steps, "step_s": step_g,
+            "materialised_step_s": step_m, "loop_step_s": step_l, "figure": out, "model": params}
 
 
-def _plot(history: dict[str, list], args: argparse.Namespace, steps_per_epoch: int) -> Path:
+def _short(x: float) -> str:
+    """1e-05 as 1e-5."""
+    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e+")
+
+
+def _plot(history: dict[str, list], args: argparse.Namespace, steps_per_epoch: int, epsilon: float) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -321,7 +364,8 @@ def _plot(history: dict[str, list], args: argparse.Namespace, steps_per_epoch: i
     steps = np.arange(1, len(norms) + 1)
     epochs = np.arange(1, args.epochs + 1)
     fig, ((ax_loss, ax_acc), (ax_norm, ax_hist)) = plt.subplots(2, 2, figsize=(11, 7.5))
-    title = f"ember DP-SGD on 8x8 digits: clip C={args.clip}, noise multiplier {args.noise}, batch {args.batch_size}"
+    title = (f"ember DP-SGD on 8x8 digits: clip C={args.clip}, noise multiplier {args.noise}, batch {args.batch_size}"
+             f" ($\\varepsilon$ = {epsilon:.2f} at $\\delta$ = {_short(DELTA)})")
     fig.suptitle(title)
 
     ax_loss.plot(steps, history["loss"], lw=1)

@@ -36,11 +36,27 @@ def test_quick_demo(tmp_path):
     assert accuracy, out
     assert float(accuracy.group(1)) > 30.0, out  # chance is 10%; two noisy epochs reach about 60%
 
-    timing = re.search(r"^time per step \(batch \d+\): ([\d.]+) ms with jit\(vmap\(grad\)\), ([\d.]+) ms with "
-                       r"vmap\(grad\) without jit, ([\d.]+) ms with a Python loop of grad over the examples: "
-                       r"([\d.]+)x speedup", out, flags=re.MULTILINE)
+    spent = re.search(r"^privacy: \(epsilon, delta\) = \(([\d.]+), 1e-5\) after (\d+) steps at sampling rate "
+                      r"([\d.]+) and noise multiplier 1\.0$", out, flags=re.MULTILINE)
+    assert spent, out
+    steps, rate = int(spent.group(2)), float(spent.group(3))
+    assert steps == 2 * (1438 // 128) and rate == round(128 / 1438, 4)  # 2 epochs of 11 full batches
+    # the accountant step by step (another path through the RDP composition) gives the printed epsilon
+    from ember import privacy
+
+    accountant = privacy.RDPAccountant()
+    for _ in range(steps):
+        accountant.step(noise_multiplier=1.0, sampling_rate=128 / 1438)
+    assert float(spent.group(1)) == round(accountant.epsilon(1e-5), 2), out
+
+    timing = re.search(r"^time per step \(batch \d+\): ([\d.]+) ms with clipped_grad \(ghost norms\), ([\d.]+) ms "
+                       r"with jit\(vmap\(grad\)\) \+ clipping \(materialised\), ([\d.]+) ms with a Python loop of grad "
+                       r"over the examples: ([\d.]+)x speedup", out, flags=re.MULTILINE)
     assert timing, out
     assert all(float(v) > 0 for v in timing.groups())
+    alone = re.search(r"^  the clipped gradient sum alone: ([\d.]+) ms with ghost norms, ([\d.]+) ms materialised, "
+                      r"([\d.]+) ms with the loop: ([\d.]+)x speedup$", out, flags=re.MULTILINE)
+    assert alone and all(float(v) > 0 for v in alone.groups()), out
     assert re.search(r"^first call of the jitted step \(trace \+ compile \+ run\): \d+ ms$", out, flags=re.MULTILINE), out
 
     assert f"figure saved to {figure.resolve()}" in out
@@ -48,6 +64,31 @@ def test_quick_demo(tmp_path):
     assert not (tmp_path / "ember_demo.png").exists()
     assert "epoch 2/2" in run.stderr  # the progress bar
     assert "has no batching rule" not in run.stderr  # vmap(grad) of the MLP runs batched, no Python-loop fallback
+
+
+def test_three_clippings_agree():
+    """The demo's clipped gradient sum by ghost norms (ember.privacy.clipped_grad, under jit), by materialised
+    vmap(grad) and by a Python loop of grad agree; the norms and the clipped sum are checked in NumPy against
+    the loop's per-example gradients."""
+    import ember
+    from ember import demo
+
+    data = demo.split_data(ember.random.key(3))
+    params = demo.make_model(ember.random.key(4))
+    x, y = data.x_train[:8], data.y_train[:8]
+    clip = 2.9
+    one = ember.grad(demo.loss)
+    per_example = [[np.asarray(g, np.float64) for g in ember.tree.leaves(one(params, x[i], y[i]))] for i in range(8)]
+    norms = np.array([np.sqrt(sum(np.sum(g * g) for g in grads)) for grads in per_example])
+    assert norms.min() < clip < norms.max()  # some examples are clipped, some are not
+    scale = np.minimum(1.0, clip / norms)
+    expected = [sum(scale[i] * per_example[i][k] for i in range(8)) for k in range(len(per_example[0]))]
+    ghost = ember.jit(demo.clipped_sum, static_argnames="clip")
+    for clipped_sum in (ghost, demo.materialised_clipped_sum, demo.looped_clipped_sum):
+        grads, got_norms = clipped_sum(params, x, y, clip=clip)
+        np.testing.assert_allclose(np.asarray(got_norms), norms, rtol=1e-5)
+        for got, want in zip(ember.tree.leaves(grads), expected, strict=True):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-6)  # float32 sums of 8 terms
 
 
 def test_library_does_not_import_demo_extras():
