@@ -252,6 +252,17 @@ def test_auto_composes_with_jit_grad_and_an_empty_batch(budget):
     assert v(enp.ones((0, 30))).shape == (0,)
 
 
+def test_python_control_flow_on_an_unmapped_argument_still_works(budget):
+    budget(10_000)
+    f = ember.vmap(lambda x, n: enp.outer(x, x).sum() * n if n > 0 else -enp.outer(x, x).sum(), in_axes=(0, None),
+                   chunk_size="auto")  # fmt: skip
+    xs = RNG.standard_normal((40, 30)).astype(np.float32)
+    s = np.einsum("bi,bj->b", xs, xs)
+    assert f.plan(enp.asarray(xs), enp.asarray(2.0)).n_chunks > 1
+    _close(f(enp.asarray(xs), enp.asarray(2.0)), 2 * s, rtol=1e-5, atol=1e-4)
+    _close(f(enp.asarray(xs), enp.asarray(-1.0)), -s, rtol=1e-5, atol=1e-4)
+
+
 def test_collectives_work_when_auto_needs_one_chunk_and_refuse_when_it_splits(budget):
     pm = ember.vmap(lambda r: enp.outer(r, r).sum() - lax.pmean(enp.outer(r, r).sum(), "i"), axis_name="i",
                     chunk_size="auto")  # fmt: skip

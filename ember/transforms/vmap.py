@@ -490,12 +490,19 @@ def _auto_plan(fun, flat_args, axes, in_tree, size, out_axes, axis_name) -> _mem
     key = (getattr(fun, "_memory_key", None), tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
            in_tree, _key(out_axes), _key(axis_name), size, budget)  # fmt: skip
 
-    def chunk_peak(c: int) -> tuple[int, int]:
-        chunk_avals = [a if d is None else ShapedArray(a.shape[:d] + (c,) + a.shape[d + 1 :], a.dtype, a.weak_type)
-                       for a, d in zip(avals, axes)]  # fmt: skip
+    mapped = [k for k, d in enumerate(axes) if d is not None]
 
-        def one_chunk(*vals):  # (unchunked: a collective over the axis sees the chunk as its whole axis)
-            return _run(fun, list(vals), axes, in_tree, c, out_axes, axis_name)
+    def chunk_peak(c: int) -> tuple[int, int]:
+        chunk_avals = [ShapedArray(a.shape[:d] + (c,) + a.shape[d + 1 :], a.dtype, a.weak_type)
+                       for a, d in ((avals[k], axes[k]) for k in mapped)]  # fmt: skip
+
+        # Unmapped arguments go in as they are (Python control flow on them works, as in the call);
+        # the mapped ones as stand-ins of a chunk's shape. Unchunked: a collective sees the chunk as its axis.
+        def one_chunk(*vals):
+            args = list(flat_args)
+            for k, v in zip(mapped, vals):
+                args[k] = v
+            return _run(fun, args, axes, in_tree, c, out_axes, axis_name)
 
         return _memory.trace_peak(one_chunk, chunk_avals)
 
