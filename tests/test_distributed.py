@@ -184,6 +184,8 @@ def test_grad_jvp_jit_and_vmap_of_process_collectives(launched, n):
         np.testing.assert_allclose(got["grad_ppermute"], ws[(rank + 1) % n][:3], rtol=1e-6)
         # pmax's output is held by all n ranks; its derivative is shared among the ranks attaining the max
         np.testing.assert_allclose(got["grad_pmax"], n * hits[rank] / hits.sum(0), rtol=1e-6)
+        np.testing.assert_allclose(got["grad_psum_scatter"], np.concatenate([wj[:2] for wj in ws]), rtol=1e-6)
+        np.testing.assert_allclose(got["grad_all_to_all"], np.stack([wi[3 * rank : 3 * rank + 3] for wi in ws]), rtol=1e-6)
         np.testing.assert_allclose(got["jvp_psum"], (2 * stacked).sum(0), rtol=1e-6)
         want = (np.sin(stacked) * 2).sum(0) + stacked.sum(0)
         np.testing.assert_allclose(got["eager"], want, rtol=1e-6)
@@ -192,6 +194,9 @@ def test_grad_jvp_jit_and_vmap_of_process_collectives(launched, n):
         np.testing.assert_allclose(got["eager_grad"], n * (2 * np.cos(xs[rank]) + 1), rtol=1e-6)
         batches = np.stack(_operands(n, "float32", (5, 3)))
         np.testing.assert_allclose(got["vmap_psum"], batches.sum(0), rtol=1e-6)
+        np.testing.assert_array_equal(got["vmap_all_gather"], np.stack(list(batches), axis=1))
+        np.testing.assert_array_equal(got["vmap_ppermute"], batches[(rank - 1) % n])
+        np.testing.assert_array_equal(got["jit_ppermute"], batches[(rank - 1) % n])
         np.testing.assert_allclose(got["vmap_named"], np.broadcast_to(batches.sum((0, 1)), (5, 3)), rtol=1e-6)
 
 
@@ -315,3 +320,159 @@ def test_initialize_rejects_an_unknown_backend():
     with pytest.raises(ember.errors.InvalidArgumentError, match="'mpi', 'nccl' or None"):
         ember.distributed.initialize(backend="gloo")
     assert not ember.distributed.is_initialized()
+
+
+# --- NCCL: the communicator's calls, with NumPy standing in for CuPy and a one-rank NCCL -------------------
+
+
+class _DeviceArray(np.ndarray):
+    """A NumPy array posing as a CuPy one: ``.data.ptr`` is its address."""
+
+    @property
+    def data(self):
+        return type("Memory", (), {"ptr": self.ctypes.data, "device_id": 0})()
+
+
+class _FakeCupy:
+    """CuPy's calls that NcclCommunicator makes; fresh buffers hold garbage (7s), as uninitialised memory."""
+
+    class cuda:
+        class nccl:
+            NCCL_SUM = "sum"
+            group: list = []
+
+            @staticmethod
+            def groupStart():
+                _FakeCupy.cuda.nccl.group.clear()
+
+            @staticmethod
+            def groupEnd():
+                sends = [c for c in _FakeCupy.cuda.nccl.group if c[0] == "send"]
+                for (_, dst, nbytes, peer), (_, src, _, _) in zip([c for c in _FakeCupy.cuda.nccl.group if c[0] == "recv"], sends):
+                    _memmove(dst, src, nbytes)
+
+            @staticmethod
+            def get_unique_id():
+                return b"id"
+
+            class NcclCommunicator:  # one rank: every collective copies its send buffer
+                def __init__(self, size, uid, rank):
+                    assert (size, uid, rank) == (1, b"id", 0)
+
+                def allReduce(self, send, recv, count, kind, op, stream):
+                    _memmove(recv, send, count * np.dtype(kind).itemsize)
+
+                def reduceScatter(self, send, recv, count, kind, op, stream):
+                    _memmove(recv, send, count * np.dtype(kind).itemsize)
+
+                def allGather(self, send, recv, count, kind, stream):
+                    _memmove(recv, send, count * np.dtype(kind).itemsize)
+
+                def send(self, ptr, count, kind, peer, stream):
+                    _FakeCupy.cuda.nccl.group.append(("send", ptr, count, peer))
+
+                def recv(self, ptr, count, kind, peer, stream):
+                    _FakeCupy.cuda.nccl.group.append(("recv", ptr, count, peer))
+
+        @staticmethod
+        def get_current_stream():
+            return type("Stream", (), {"ptr": 0, "done": True})()
+
+    @staticmethod
+    def asarray(x):
+        return np.asarray(x).view(_DeviceArray)
+
+    @staticmethod
+    def empty_like(x):
+        return np.full_like(np.asarray(x), 7).view(_DeviceArray)
+
+    @staticmethod
+    def empty(shape, dtype):
+        return np.full(shape, 7, dtype).view(_DeviceArray)
+
+    @staticmethod
+    def zeros_like(x):
+        return np.zeros_like(np.asarray(x)).view(_DeviceArray)
+
+    @staticmethod
+    def asnumpy(x):
+        return np.asarray(x).view(np.ndarray).copy()
+
+
+for _name in ("INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT32", "FLOAT64"):
+    setattr(_FakeCupy.cuda.nccl, f"NCCL_{_name}", np.dtype(_name.lower()))
+
+
+def _memmove(dst: int, src: int, nbytes: int) -> None:
+    import ctypes
+
+    ctypes.memmove(dst, src, nbytes)
+
+
+class _OneRankWorld:
+    def Get_rank(self):
+        return 0
+
+    def Get_size(self):
+        return 1
+
+    def Dup(self):
+        return self
+
+    def Free(self):
+        pass
+
+    def bcast(self, value, root):
+        return value
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "uint16", "int32", "complex64", "bool"])
+def test_nccl_communicator_calls_with_a_stand_in(dtype):
+    from ember.backends import communicators
+    from ember.backends.communicators_nccl import NcclCommunicator
+
+    communicators.bound["gpus"] = NcclCommunicator("gpus", _OneRankWorld(), None, _FakeCupy)
+    try:
+        for shape in ((2, 3), ()):
+            x = inputs.value(3, dtype, shape)
+            a = enp.asarray(x)
+            checks = {"all_gather": (lax.all_gather(a, "gpus", axis=a.ndim), x[..., None]),
+                      "ppermute": (lax.ppermute(a, "gpus", ((0, 0),)), x),
+                      "ppermute to nobody": (lax.ppermute(a, "gpus", ()), np.zeros_like(x))}  # fmt: skip
+            if shape:
+                checks["all_gather tiled"] = (lax.all_gather(a, "gpus", tiled=True), x)
+                checks["all_to_all"] = (lax.all_to_all(a, "gpus", 0, 1, tiled=True), x)
+            if dtype != "bool":
+                checks.update({"psum": (lax.psum(a, "gpus"), x), "pmean": (lax.pmean(a, "gpus"), x)})
+            if dtype != "bool" and shape:
+                checks["psum_scatter"] = (lax.psum_scatter(a, "gpus", tiled=True), x)
+            if dtype != "complex64":
+                checks["pmax"] = (lax.pmax(a, "gpus"), x)
+            for what, (got, want) in checks.items():
+                _same(np.asarray(got), want, f"{what} of {dtype}{list(shape)} through NCCL")
+    finally:
+        del communicators.bound["gpus"]
+
+
+def test_initialize_with_nccl_and_no_gpu_says_what_is_missing():
+    if ember.backends.cuda_device_count():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ember.errors.DistributedError, match="needs CuPy and a GPU.*backend='mpi'"):
+        ember.distributed.initialize(backend="nccl")
+    assert not ember.distributed.is_initialized()
+
+
+@needs_mpi
+def test_initialize_without_mpirun_is_one_process_and_shutdown_unbinds():
+    script = (
+        "import ember, ember.numpy as enp\nfrom ember import lax\n"
+        "ember.distributed.initialize()\n"
+        "print(float(lax.psum(enp.asarray(2.0), 'processes')), ember.distributed.process_count())\n"
+        "ember.distributed.shutdown()\n"
+        "try:\n    lax.psum(1.0, 'processes')\nexcept ember.errors.UnboundAxisNameError:\n    print('unbound')\n"
+        "ember.distributed.initialize('again')\nprint(int(lax.axis_index('again')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2.0", "1", "unbound", "0"]

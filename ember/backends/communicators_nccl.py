@@ -64,8 +64,10 @@ class NcclCommunicator(MpiCommunicator):
     def _summable(self, x: Any) -> tuple[Any, int, Any]:
         """(buffer NCCL sums, its NCCL type, how to bring the result back to x's dtype)."""
         name = x.dtype.name
-        if name in _REAL_OF:
-            return x.view(_REAL_OF[name]), getattr(self.nccl, _SUMMED[np.dtype(_REAL_OF[name]).name]), lambda y: y.view(x.dtype)
+        if name in _REAL_OF:  # a trailing axis of (real, imaginary): blocks keep their shape, 0-d works
+            real = np.dtype(_REAL_OF[name])
+            pairs = x[..., None].view(real)
+            return pairs, getattr(self.nccl, _SUMMED[real.name]), lambda y: y.view(x.dtype)[..., 0]
         return x, getattr(self.nccl, _SUMMED[name]), lambda y: y
 
     def allreduce_sum(self, op: str, x: Any) -> Any:

@@ -51,31 +51,37 @@ def initialize(axis_name: Any = "processes", *, backend: str | None = None) -> N
         backend = "nccl" if _devices.current.place.device.platform == "cuda" else "mpi"
     if backend not in ("mpi", "nccl"):
         raise InvalidArgumentError(f"ember.distributed.initialize: backend must be 'mpi', 'nccl' or None, got {backend!r}")
+    cupy = _cupy_with_a_gpu() if backend == "nccl" else None
     MPI = _mpi()
     world = MPI.COMM_WORLD
     if backend == "mpi":
         comm = communicators.MpiCommunicator(axis_name, world, MPI)
     else:
-        comm = _nccl(axis_name, world, MPI)
+        comm = _nccl(axis_name, world, MPI, cupy)
     communicators.bound[axis_name] = comm
     _state["name"] = axis_name
 
 
-def _nccl(axis_name: Any, world: Any, MPI: Any) -> Any:
+def _cupy_with_a_gpu() -> Any:
     from ember.backends import _cupy, cuda_device_count
-    from ember.config import config
 
     cupy = _cupy()
     if cupy is None or cuda_device_count() == 0:
         raise DistributedError("ember.distributed.initialize(backend='nccl') needs CuPy and a GPU "
                                f"({'CuPy is not installed' if cupy is None else 'CuPy finds no GPU'}); "
                                "backend='mpi' runs on the CPU")  # fmt: skip
+    return cupy
+
+
+def _nccl(axis_name: Any, world: Any, MPI: Any, cupy: Any) -> Any:
+    from ember.backends import cuda_device_count
+    from ember.backends.communicators_nccl import NcclCommunicator
+    from ember.config import config
+
     local = world.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()  # this process's index on its machine
     gpu = local % cuda_device_count()
     cupy.cuda.Device(gpu).use()
     config.update("default_device", f"cuda:{gpu}")
-    from ember.backends.communicators_nccl import NcclCommunicator
-
     return NcclCommunicator(axis_name, world, MPI, cupy)
 
 

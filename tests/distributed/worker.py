@@ -80,6 +80,12 @@ def transforms(rank: int, n: int, arrays: dict) -> None:
     arrays["grad_all_gather"] = np.asarray(ember.grad(lambda x: (lax.all_gather(x, AXIS, tiled=True) * w).sum())(x))
     ring = tuple((i, (i + 1) % n) for i in range(n))
     arrays["grad_ppermute"] = np.asarray(ember.grad(lambda x: (lax.ppermute(x, AXIS, ring) * w[:3]).sum())(x))
+    arrays["grad_psum_scatter"] = np.asarray(
+        ember.grad(lambda v: (lax.psum_scatter(v, AXIS, tiled=True) * w[:2]).sum())(enp.tile(x[:2], n))
+    )
+    arrays["grad_all_to_all"] = np.asarray(
+        ember.grad(lambda m: (lax.all_to_all(m, AXIS, 0, 1, tiled=True) * w.reshape(1, -1)).sum())(enp.ones((n, 3)))
+    )
     arrays["grad_pmax"] = np.asarray(ember.grad(lambda x: lax.pmax(x, AXIS).sum())(x))
     arrays["jvp_psum"] = np.asarray(ember.jvp(lambda x: lax.psum(x * x, AXIS), (x,), (enp.ones(3),))[1])
 
@@ -92,6 +98,9 @@ def transforms(rank: int, n: int, arrays: dict) -> None:
     arrays["eager_grad"] = np.asarray(ember.grad(lambda x: f(x).sum())(x))
     batch = enp.asarray(inputs.value(rank, "float32", (5, 3)))
     arrays["vmap_psum"] = np.asarray(ember.vmap(lambda row: lax.psum(row, AXIS))(batch))
+    arrays["vmap_all_gather"] = np.asarray(ember.vmap(lambda row: lax.all_gather(row, AXIS))(batch))
+    arrays["vmap_ppermute"] = np.asarray(ember.vmap(lambda row: lax.ppermute(row, AXIS, ring))(batch))
+    arrays["jit_ppermute"] = np.asarray(ember.jit(lambda b: lax.ppermute(b, AXIS, ring))(batch))
     # a process-level psum inside a vmap of another name that reduces over its own axis too
     arrays["vmap_named"] = np.asarray(ember.vmap(lambda row: lax.psum(lax.psum(row, "b"), AXIS), axis_name="b")(batch))
 
