@@ -58,16 +58,16 @@ class PerExampleNorms:
         batch = _check_batch(self._op, batch)
         closed, plans = self._analyse(params, batch)
         paths = [keystr(path) or "params" for path, _ in tree_flatten_with_path(params)[0]]
-        leaves = closed.program.invars
-        return "\n".join(f"{path}: {_describe(leaf.aval.shape, plan)}" for path, leaf, plan in zip(paths, leaves, plans))
+        shapes = [leaf.aval.shape for leaf in closed.program.invars]
+        return "\n".join(f"{path}: {_describe(shape, plan)}" for path, shape, plan in zip(paths, shapes, plans))
 
     def _analyse(self, params: Any, batch: tuple[Array, ...]) -> tuple[ClosedProgram, list[LeafPlan]]:
         for path, leaf in tree_flatten_with_path(params)[0]:
             dtype = np.dtype(getattr(leaf, "dtype", None) or enp.asarray(leaf).dtype)
             if not enp.issubdtype(dtype, enp.floating):
                 raise DTypeError(f"{self._op}: cannot differentiate with respect to params{keystr(path)} of shape "
-                                 f"{tuple(np.shape(leaf))} and dtype {dtype}; parameters must be real floating point (keep "
-                                 "other arrays out of params: close over them in the loss)")  # fmt: skip
+                                 f"{tuple(np.shape(leaf))} and dtype {dtype}; parameters must be real floating point "
+                                 "(keep other arrays out of params: close over them in the loss)")  # fmt: skip
         rows = [wrap(np.broadcast_to(np.zeros((), x.dtype), x.shape[1:]), x.weak_type) for x in batch]
         closed = make_ir(self.loss)(params, *rows)
         out = closed.out_avals
@@ -76,8 +76,8 @@ class PerExampleNorms:
             raise ShapeError(f"{self._op}: the loss must return one real scalar per example, got {got}; reduce it "
                              "(e.g. .sum() or .mean()) over one example's outputs")  # fmt: skip
         if not enp.issubdtype(out[0].dtype, enp.floating):
-            raise DTypeError(f"{self._op}: the loss must return a real floating-point scalar, got {out[0].str_short()}; "
-                             "cast it, e.g. loss(...).astype('float32')")  # fmt: skip
+            raise DTypeError(f"{self._op}: the loss must return a real floating-point scalar, got "
+                             f"{out[0].str_short()}; cast it, e.g. loss(...).astype('float32')")  # fmt: skip
         return closed, analyse(closed.program, len(tree_flatten(params)[0]))
 
 
@@ -169,11 +169,12 @@ def clipped_grad(loss: Callable[..., Any], max_norm: float, *, return_norms: boo
 def _check_batch(op: str, batch: Any) -> tuple[Array, ...]:
     if not isinstance(batch, (tuple, list)):
         shape = getattr(batch, "shape", None)
+        got = type(batch).__name__ + ("" if shape is None else f" of shape {tuple(shape)}")
         raise InvalidArgumentError(f"{op}: batch must be a tuple of arrays batched along axis 0 (one per argument "
-                                   f"of the loss after params), got {type(batch).__name__}"
-                                   f"{'' if shape is None else f' of shape {tuple(shape)}'}; pass (x,) for one array")  # fmt: skip
+                                   f"of the loss after params), got {got}; pass (x,) for one array")  # fmt: skip
     if not batch:
-        raise InvalidArgumentError(f"{op}: batch is an empty tuple; pass one array per argument of the loss after params")
+        raise InvalidArgumentError(f"{op}: batch is an empty tuple; pass one array per argument of the loss "
+                                   "after params")  # fmt: skip
     arrays = tuple(enp.asarray(x) for x in batch)
     shapes = ", ".join(f"batch[{i}]: {x.dtype}{list(x.shape)}" for i, x in enumerate(arrays))
     if any(x.ndim == 0 for x in arrays):
@@ -189,7 +190,8 @@ def _check_batch(op: str, batch: Any) -> tuple[Array, ...]:
 def _check_max_norm(max_norm: Any) -> Any:
     if isinstance(max_norm, Array):
         if max_norm.shape != () or max_norm.dtype.kind != "f":
-            raise ShapeError(f"clipped_grad: max_norm must be a real scalar, got {max_norm.dtype}{list(max_norm.shape)}")
+            raise ShapeError(f"clipped_grad: max_norm must be a real scalar, got "
+                             f"{max_norm.dtype}{list(max_norm.shape)}")  # fmt: skip
         return max_norm
     try:
         value = float(max_norm)

@@ -208,7 +208,9 @@ def _view(idx: np.ndarray, eqn: Any) -> np.ndarray:
     if name == "transpose":
         return np.transpose(idx, p["permutation"])
     if name == "reshape":
-        return np.reshape(np.transpose(idx, p["dimensions"]) if p.get("dimensions") is not None else idx, p["new_sizes"])
+        if p.get("dimensions") is not None:
+            idx = np.transpose(idx, p["dimensions"])
+        return np.reshape(idx, p["new_sizes"])
     if name == "squeeze":
         return np.squeeze(idx, tuple(p["dimensions"]))
     if name == "expand_dims":
