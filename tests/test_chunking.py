@@ -284,7 +284,8 @@ def test_collectives_work_when_auto_needs_one_chunk_and_refuse_when_it_splits(bu
 def test_bad_chunk_size_is_refused_with_the_choices(bad):
     for op, make in [("vmap", ember.vmap), ("jacrev", ember.jacrev), ("jacfwd", ember.jacfwd),
                      ("hessian", ember.hessian), ("jacobian", ember.jacobian)]:  # fmt: skip
-        with pytest.raises(InvalidArgumentError, match=rf"{op}: chunk_size must be a positive int, \"auto\".*or None.*got {bad!r}"):
+        expected = rf"{op}: chunk_size must be a positive int, \"auto\".*or None.*got {bad!r}"
+        with pytest.raises(InvalidArgumentError, match=expected):
             make(enp.sin, chunk_size=bad)
 
 

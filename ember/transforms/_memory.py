@@ -233,7 +233,9 @@ class ChunkPlan:
                     f"{format_bytes(self.budget)}")  # fmt: skip
         last = self.sizes[-1]
         one = what[:-1] if self.chunk == 1 and what.endswith("s") else what
-        split = f"in {self.n_chunks} chunks of {self.chunk} {one}" + (f" (the last {last})" if last != self.chunk else "")
+        split = f"in {self.n_chunks} chunks of {self.chunk} {one}"
+        if last != self.chunk:
+            split += f" (the last {last})"
         return (f"{split}; estimated peak {format_bytes(self.peak)} per chunk (+ {format_bytes(self.result)} for the "
                 f"result) against a budget of {format_bytes(self.budget)}")  # fmt: skip
 
@@ -241,7 +243,8 @@ class ChunkPlan:
         return f"{self.name} on {self.size} examples: {self.describe()}"
 
     def __repr__(self) -> str:
-        return f"ChunkPlan({self.name!r}, size={self.size}, chunk={self.chunk}, n_chunks={self.n_chunks}, peak={self.peak})"
+        return (f"ChunkPlan({self.name!r}, size={self.size}, chunk={self.chunk}, n_chunks={self.n_chunks}, "
+                f"peak={self.peak})")  # fmt: skip
 
 
 def plan_chunks(name: str, size: int, chunk_peak: Callable[[int], tuple[int, int]], budget: int) -> ChunkPlan:

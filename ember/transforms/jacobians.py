@@ -106,8 +106,9 @@ def _for_memory(fn: Callable, op: str, fun: Callable, token: _Owner, args: tuple
     """`fn` (the rows or columns vmapped) named for chunk_size="auto"'s messages, and keyed for its cache
     by the call's argument shapes (a new `fn` is made per call; its program depends on those)."""
     leaves = tree_flatten((args, kwargs))[0]
-    shapes = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) if isinstance(x, Array)
-                   else x if isinstance(x, (int, float, complex, str, bool, type(None))) else id(x) for x in leaves)  # fmt: skip
+    plain = (int, float, complex, str, bool, type(None))
+    shapes = tuple((tuple(x.shape), str(x.dtype), getattr(x, "weak_type", False)) if hasattr(x, "shape")
+                   and hasattr(x, "dtype") else x if isinstance(x, plain) else id(x) for x in leaves)  # fmt: skip
     fn._memory_name = f"{op}({getattr(fun, '__name__', type(fun).__name__)})"
     fn._memory_owner = token
     fn._memory_key = (op, shapes)
