@@ -41,7 +41,7 @@ class Config:
         ``EMBER_NUM_CPU_DEVICES``): several let multi-device code run, and be tested, without a GPU.
       default_device: where new arrays go: None (the first device of ``EMBER_PLATFORM``, else the CPU),
         a `Device` or its name such as ``"cpu:1"`` (`ember.default_device` sets it for a block).
-      memory_budget: the bytes ``chunk_size="auto"`` may use for one chunk's peak (default None: half of
+      memory_budget: the bytes ``chunk_size="auto"`` may use: a chunk's peak and the whole result (default None: half of
         the memory available now, from ``/proc/meminfo`` on the CPU and the device's free memory on
         CUDA; or ``EMBER_MEMORY_BUDGET`` in bytes).
       collective_timeout: seconds a collective across processes waits for every rank to arrive before
