@@ -419,7 +419,7 @@ def _choose(mode: str, in_leaves: Sequence[Array], out_avals: Sequence[Any], hol
                        f"{'are' if n_out != 1 else 'is'} fewer than the {_count(n_in, 'Jacobian-vector product')} "
                        "(one per input element) forward mode would need")  # fmt: skip
     return _Choice("rev", n_in, n_out, "size",
-                   f"both modes would need {n_in} products, and on a tie ember picks reverse mode (as "
+                   f"both modes would need {_count(n_in, 'product')}, and on a tie ember picks reverse mode (as "
                    "jax.jacobian, an alias of jacrev, does)")  # fmt: skip
 
 
