@@ -133,6 +133,13 @@ def strided_cnn():
     return image_cross_entropy, model, (f32(3, 2, 7, 9), labels(3, 3))
 
 
+def transposed_cnn():
+    # The kernel reaches the convolution through reshape, transpose and rev (flipped): still ghost.
+    model = nn.Sequential(nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1, key=KEYS[2]), nn.Tanh(),
+                          nn.AvgPool2d(4), nn.Flatten(), nn.Linear(12, 3, key=KEYS[3]))  # fmt: skip
+    return image_cross_entropy, model, (f32(3, 2, 4, 4), labels(3, 3))
+
+
 def embedding_lstm():
     return cross_entropy, EmbeddingLSTM(KEYS[4]), (labels(11, 3, 7), labels(2, 3))
 
@@ -150,7 +157,7 @@ def elementwise():
     return elementwise_loss, {"a": f32(3), "w": f32(2, 3)}, (f32(4, 3),)
 
 
-MODELS = [mlp, cnn, strided_cnn, embedding_lstm, transformer, tied, elementwise]
+MODELS = [mlp, cnn, strided_cnn, transposed_cnn, embedding_lstm, transformer, tied, elementwise]
 
 
 @pytest.fixture(params=[None, "gram", "direct"])
@@ -216,6 +223,12 @@ def test_which_leaves_are_ghost():
     report = dict(line.split(": ", 1) for line in per_example_norms(loss).explain(model, batch).splitlines())
     assert report[".emb.weight"].startswith("ghost (gather T=5, dot_general T=5 transposed;")
     assert report[".lin.weight"].startswith("ghost (dot_general T=5, dot_general T=5;")
+    loss, model, batch = transposed_cnn()
+    assert per_example_norms(loss).explain(model, batch).startswith(".layers[0].weight: ghost (conv_general_dilated T=64;")
+    grouped = nn.Conv1d(4, 4, 3, groups=2, key=KEYS[7])
+    report = per_example_norms(lambda m, x: enp.sum(m(x[None]) ** 2)).explain(grouped, (f32(2, 4, 5),))
+    assert report.splitlines()[0] == (".weight: fallback, per-example gradient materialised (used by conv_general_dilated "
+                                      "with feature_group_count=2, batch_group_count=1)")  # fmt: skip
     loss, params, batch = elementwise()
     report = per_example_norms(loss).explain(params, batch).splitlines()
     assert report == ["['a']: fallback, per-example gradient materialised (used by mul)",

@@ -27,7 +27,7 @@ from ember.core.ir import Program, Var
 
 # Ops that pick or rearrange a leaf's entries without changing them; a use after a slice sees part of
 # the leaf (the other entries' gradient is zero there).
-VIEWS = ("transpose", "reshape", "squeeze", "expand_dims", "slice")
+VIEWS = ("transpose", "reshape", "squeeze", "expand_dims", "slice", "rev")  # rev: ConvTranspose's flipped kernel
 PREFER: str | None = None  # "gram" or "direct" overrides the cost model (the tests check both sides)
 
 
@@ -90,7 +90,7 @@ def _plan(program: Program, leaf: Var, users: dict, outputs: set) -> LeafPlan:
                 continue
             use = _ghost_use(eqn, k, pos, chain)
             if use is None:
-                return LeafPlan("fallback", reason=f"used by {name}{_where(eqn)}")
+                return LeafPlan("fallback", reason=f"used by {name}{_where(eqn)}{_groups(eqn)}")
             if any(u.eqn == k for u in uses):
                 return LeafPlan("fallback", reason=f"on both sides of one {name}")
             uses.append(use)
@@ -102,6 +102,13 @@ def _plan(program: Program, leaf: Var, users: dict, outputs: set) -> LeafPlan:
 def _where(eqn: Any) -> str:
     held = [k for k, v in eqn.params.items() if hasattr(v, "eqns") or hasattr(getattr(v, "program", None), "eqns")]
     return f" (inside its {held[0]})" if held else ""
+
+
+def _groups(eqn: Any) -> str:
+    p = eqn.params
+    if eqn.primitive.name != "conv_general_dilated" or (p["feature_group_count"], p["batch_group_count"]) == (1, 1):
+        return ""
+    return f" with feature_group_count={p['feature_group_count']}, batch_group_count={p['batch_group_count']}"
 
 
 def _ghost_use(eqn: Any, k: int, pos: int, chain: tuple[int, ...]) -> Use | None:
@@ -215,5 +222,7 @@ def _view(idx: np.ndarray, eqn: Any) -> np.ndarray:
         return np.squeeze(idx, tuple(p["dimensions"]))
     if name == "expand_dims":
         return np.expand_dims(idx, tuple(p["dimensions"]))
+    if name == "rev":
+        return np.flip(idx, tuple(p["dimensions"]))
     strides = p.get("strides") or (1,) * idx.ndim
     return idx[tuple(slice(a, b, c) for a, b, c in zip(p["start_indices"], p["limit_indices"], strides))]
