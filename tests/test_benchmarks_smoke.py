@@ -218,3 +218,164 @@ def test_tutorials_suite(torch_threads_restored):
     # the NumPy reference of the HVP is checked though not timed; the batch-norm CNN's reference is torch, timed
     assert set(rows[0].check) == {"numpy", "ember", "ember_jit", "torch"} and "numpy" not in rows[0].times
     assert set(rows[1].check) == {"ember", "ember_jit", "torch"}
+
+
+# --------------------------------------------------------------------------- issue 20: jit vs eager, --compare
+
+JIT_EAGER_ROWS = ("per_sample_grads_mnist_cnn", "hessian_tanh_512_32")
+
+
+def test_jit_vs_eager_rows_and_column(tmp_path, capsys, torch_threads_restored):
+    """The two rows of issue 20 run, at smoke sizes, and agree with the hand-written NumPy (torch's version
+    too, where installed); the table has the jit/eager column and its summary line; the JSON has the ratio on
+    every row that times both ember and ember_jit."""
+    path, md = tmp_path / "r.json", tmp_path / "r.md"
+    rc = brun.main(["--only", ",".join(JIT_EAGER_ROWS), "--smoke", "--impls", "numpy,ember,ember_jit",
+                    "--json", str(path), "--out", str(md)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    header = next(line for line in out.splitlines() if line.startswith("workload"))
+    assert "jit/eager" in header
+    assert "# jit <= eager within noise on all 2 rows" in out or "# jit slower than eager beyond noise on" in out
+    rows = {r["name"]: r for r in json.loads(path.read_text())["rows"]}
+    assert set(rows) == set(JIT_EAGER_ROWS)
+    for name, r in rows.items():
+        assert r["error"] is None and r["check"] == dict.fromkeys(("numpy", "ember", "ember_jit"), "ok"), name
+        je = r["jit_eager"]
+        assert set(je) == {"median", "min", "threshold", "slower"} and je["median"] > 0
+        # one smoke round: no spread, so the threshold is the floor
+        assert je["threshold"] == pytest.approx(1.05) and je["slower"] == (je["median"] > 1.05)
+    text = md.read_text()
+    assert "| jit/eager |" in text and "- jit " in text
+    torch = torch_threads_restored
+    if torch is None:
+        return
+    torch.set_num_threads(1)  # as the tutorials run it: a shared machine's busy core stalls torch's pool
+    for name in JIT_EAGER_ROWS:
+        w = WORKLOADS[name]
+        impls = {k: f for k, f in w.setup(Env(("numpy", "torch"), smoke=True)).items() if k in ("numpy", "torch")}
+        assert brun.check_impls(w, impls) == {"numpy": "ok", "torch": "ok"}, name
+
+
+def test_jit_vs_eager_rule():
+    def times(**rounds):
+        return {k: {"rounds": v, "min": min(v), "median": float(np.median(v))} for k, v in rounds.items()}
+
+    assert brun.jit_vs_eager(times(ember=[1.0], numpy=[1.0])) is None
+    je = brun.jit_vs_eager(times(ember=[1.0, 1.0, 1.0], ember_jit=[2.0, 2.1, 1.9]))
+    assert je["slower"] and je["median"] == pytest.approx(2.0) and je["min"] == pytest.approx(1.9)
+    assert je["threshold"] == pytest.approx(1.1)  # ember_jit's own spread, (2.1 - 1.9) / 2.0, beats the 5% floor
+    assert not brun.jit_vs_eager(times(ember=[1.0] * 3, ember_jit=[1.04] * 3))["slower"]  # within the floor
+    assert brun.jit_vs_eager(times(ember=[1.0] * 3, ember_jit=[1.06] * 3))["slower"]
+    # a noisy eager widens the threshold: 1.3x is within eager's 40% spread
+    assert not brun.jit_vs_eager(times(ember=[0.8, 1.0, 1.2], ember_jit=[1.3, 1.3, 1.3]))["slower"]
+    assert brun.jit_vs_eager(times(ember=[1.0] * 3, ember_jit=[1.06] * 3), floor=0.1)["slower"] is False
+
+
+def test_compare_rule():
+    from benchmarks.compare import compare_runs
+
+    def run_of(**rows):
+        return {"meta": {"smoke": False}, "rows": [
+            {"name": name, "error": None, "times": {impl: {"median": float(np.median(r)), "rounds": r}
+                                                   for impl, r in impls.items()}}
+            for name, impls in rows.items()]}  # fmt: skip
+
+    base = run_of(a={"numpy": [1.0] * 3, "ember": [1.0, 1.1, 0.9], "ember_jit": [1.0] * 3},
+                  gone={"ember": [1.0]})  # fmt: skip
+    new = run_of(a={"numpy": [3.0] * 3, "ember": [1.15] * 3, "ember_jit": [1.06] * 3, "torch": [1.0]},
+                 added={"ember": [1.0]})  # fmt: skip
+    cmp = compare_runs(base, new)
+    a = cmp.changes["a"]
+    assert a["ember"].ratio == pytest.approx(1.15) and a["ember"].threshold == pytest.approx(0.2)
+    assert a["ember"].verdict == ""  # within the base run's own 20% spread
+    assert a["ember_jit"].verdict == "regression"  # no spread: held to the 5% floor
+    assert a["numpy"].verdict == ""  # a peer (and the baseline) is shown, never flagged
+    assert [(row, c.impl) for row, c in cmp.regressions] == [("a", "ember_jit")]
+    assert cmp.only_base == ["gone"] and cmp.only_new == ["added"]
+    assert cmp.impls_one_side == {"torch (new only)": ["a"]}
+    assert compare_runs(new, base).improvements[0][1].impl == "ember_jit"
+    assert compare_runs(base, new, floor=0.1).regressions == []
+    new["rows"][0]["error"] = "setup failed: boom"
+    cmp = compare_runs(base, new)
+    assert cmp.changes == {} and cmp.errors == {"a": "new: setup failed: boom"}
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One --smoke --json run of two cheap rows (one with ember_jit), as a baseline file would be written."""
+    path = tmp_path_factory.mktemp("bench") / "base.json"
+    rc = brun.main(["--only", "eager_add,hessian_tanh_512_32", "--smoke", "--impls", "numpy,ember,ember_jit",
+                    "--json", str(path)])
+    assert rc == 0
+    return path
+
+
+def test_compare_two_smoke_runs(smoke_run, tmp_path, capsys):
+    capsys.readouterr()
+    assert brun.main(["--compare", str(smoke_run), str(smoke_run)]) == 0
+    out = capsys.readouterr().out
+    assert "no regression beyond noise" in out and "hessian_tanh_512_32" in out and "1.00x" in out
+
+    # a second smoke run, of other rows in part: what is in one run only is listed, not an error
+    other = tmp_path / "other.json"
+    assert brun.main(["--only", "eager_add_1000,hessian_tanh_512_32", "--smoke", "--impls", "numpy,ember,ember_jit",
+                      "--json", str(other)]) == 0
+    capsys.readouterr()
+    rc = brun.main(["--compare", str(smoke_run), str(other)])
+    out = capsys.readouterr().out
+    assert rc in (0, 3), out  # two real runs may differ beyond a single round's floor: that is not checked here
+    assert any(line.startswith("hessian_tanh_512_32") for line in out.splitlines())
+    assert f"only in {smoke_run} (1): eager_add\n" in out and f"only in {other} (1): eager_add_1000\n" in out
+
+    # the synthetic regression: one row's ember 3x slower
+    data = json.loads(smoke_run.read_text())
+    row = next(r for r in data["rows"] if r["name"] == "hessian_tanh_512_32")
+    t = row["times"]["ember"]
+    t.update(median=3 * t["median"], min=3 * t["min"], rounds=[3 * x for x in t["rounds"]])
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(data))
+    rc = brun.main(["--compare", str(smoke_run), str(slow)])
+    out = capsys.readouterr().out
+    assert rc == 3, out
+    line = next(line for line in out.splitlines() if line.startswith("hessian_tanh_512_32"))
+    assert "3.00x REGRESSED" in line and "REGRESSED" not in line.replace("3.00x REGRESSED", "")
+    assert "# REGRESSIONS beyond noise (1): hessian_tanh_512_32 ember" in out
+    assert next(line for line in out.splitlines() if line.startswith("eager_add")).count("1.00x") == 2
+    # and the other way round it is an improvement, not a failure
+    assert brun.main(["--compare", str(slow), str(smoke_run)]) == 0
+    assert "improvements beyond noise (1): hessian_tanh_512_32 ember" in capsys.readouterr().out
+
+
+def test_compare_after_a_run(smoke_run, capsys):
+    """`--compare BASE.json` with one file runs the selection, then compares it with BASE.json."""
+    capsys.readouterr()
+    rc = brun.main(["--only", "hessian_tanh_512_32", "--smoke", "--impls", "numpy,ember,ember_jit",
+                    "--compare", str(smoke_run)])
+    out = capsys.readouterr().out
+    assert rc in (0, 3), out
+    assert f"this run against {smoke_run}" in out and f"only in {smoke_run} (1): eager_add" in out
+    assert any(line.startswith("hessian_tanh_512_32") and "x" in line for line in out.splitlines()[-6:])
+
+
+def test_compare_usage_errors(smoke_run, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert brun.main(["--compare", str(smoke_run), str(bad)]) == 2
+    assert "not a benchmark run" in capsys.readouterr().err
+    assert brun.main(["--compare", str(tmp_path / "missing.json")]) == 2
+    assert brun.main(["--compare", str(smoke_run), str(smoke_run), str(smoke_run)]) == 2
+
+
+def test_committed_baseline_is_comparable(smoke_run, capsys):
+    """benchmarks/baseline.json, once the lead commits it (from a quiet full run), is a run --compare reads:
+    compared with a smoke run, it says the sizes differ and lists the rows the smoke run did not have."""
+    path = _ROOT / "benchmarks" / "baseline.json"
+    if not path.exists():
+        pytest.skip("no benchmarks/baseline.json yet (see benchmarks/README.md for the command that writes it)")
+    capsys.readouterr()
+    rc = brun.main(["--compare", str(path), str(smoke_run)])
+    out = capsys.readouterr().out
+    assert rc in (0, 3), out
+    assert "the runs differ in smoke: False -> True" in out
+    assert {r["name"] for r in json.loads(path.read_text())["rows"]} >= {"eager_add", *JIT_EAGER_ROWS}
