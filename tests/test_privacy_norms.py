@@ -224,11 +224,12 @@ def test_which_leaves_are_ghost():
     assert report[".emb.weight"].startswith("ghost (gather T=5, dot_general T=5 transposed;")
     assert report[".lin.weight"].startswith("ghost (dot_general T=5, dot_general T=5;")
     loss, model, batch = transposed_cnn()
-    assert per_example_norms(loss).explain(model, batch).startswith(".layers[0].weight: ghost (conv_general_dilated T=64;")
+    flipped = per_example_norms(loss).explain(model, batch)
+    assert flipped.startswith(".layers[0].weight: ghost (conv_general_dilated T=64;")
     grouped = nn.Conv1d(4, 4, 3, groups=2, key=KEYS[7])
     report = per_example_norms(lambda m, x: enp.sum(m(x[None]) ** 2)).explain(grouped, (f32(2, 4, 5),))
-    assert report.splitlines()[0] == (".weight: fallback, per-example gradient materialised (used by conv_general_dilated "
-                                      "with feature_group_count=2, batch_group_count=1)")  # fmt: skip
+    assert report.splitlines()[0] == (".weight: fallback, per-example gradient materialised (used by "
+                                      "conv_general_dilated with feature_group_count=2, batch_group_count=1)")
     loss, params, batch = elementwise()
     report = per_example_norms(loss).explain(params, batch).splitlines()
     assert report == ["['a']: fallback, per-example gradient materialised (used by mul)",
