@@ -227,6 +227,9 @@ def test_errors_name_the_ranks_and_never_hang(launched, n):
         if rank == n - 1:
             assert "timeout" not in note  # the rank that never came
             continue
+        stalled = note["stalled"]
+        assert stalled["type"] == "DistributedError", stalled
+        assert "the ranks met but the data exchange did not complete" in stalled["message"]
         timeout = note["timeout"]
         assert timeout["type"] == "DistributedError"
         assert f"rank(s) {n - 1} did not reach collective" in timeout["message"]

@@ -144,6 +144,16 @@ def errors(rank: int, n: int, notes: dict) -> None:
     notes["dtype_mismatch"] = error_of(lambda: lax.psum(enp.ones(2, dtype="float32" if rank else "int32"), AXIS))
     notes["after_mismatch"] = np.asarray(lax.psum(1.0, AXIS)).tolist()  # still in step after both raised
     ember.config.update("collective_timeout", 1.0)
+    # On a second communicator, the last rank meets the others but never sends its data.
+    from mpi4py import MPI
+
+    from ember.backends import communicators
+
+    communicators.bound["second"] = communicators.MpiCommunicator("second", MPI.COMM_WORLD, MPI)
+    if rank == n - 1:
+        communicators.bound["second"].meet("psum", np.ones(2, np.float32), {})
+    else:
+        notes["stalled"] = error_of(lambda: lax.psum(enp.ones(2), "second"))
     if rank != n - 1:  # the last rank never arrives
         notes["timeout"] = error_of(lambda: lax.psum(enp.ones(2), AXIS))
         notes["after_timeout"] = error_of(lambda: lax.psum(enp.ones(2), AXIS))
