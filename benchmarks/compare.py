@@ -151,8 +151,8 @@ def report_lines(cmp: Comparison, base_name: str = "BASE", new_name: str = "this
     are not table rows start with "# "."""
     impls = [i for i in IMPLEMENTATIONS if any(i in cs for cs in cmp.changes.values())]
     when = cmp.base_meta.get("when", "?")
-    lines = [f"# {new_name} against {base_name} ({when}): new/base median per call, lower is better; flagged on "
-             f"{', '.join(GUARDED)} beyond noise: max({cmp.floor:.0%}, each run's per-round (max-min)/median)"]
+    lines = [(f"# {new_name} against {base_name} ({when}): new/base median per call, lower is better; flagged on "
+              f"{', '.join(GUARDED)} beyond noise: max({cmp.floor:.0%}, each run's per-round (max-min)/median)")]
     if diffs := cmp.meta_differences():
         lines.append(f"# the runs differ in {'; '.join(diffs)}")
         if any(d.startswith(("smoke:", "device:")) for d in diffs):

@@ -609,7 +609,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--compare takes BASE.json and at most one NEW.json, got {len(a.compare)} files", file=sys.stderr)
             return 2
         try:
-            base, new = (load_run(path) for path in a.compare) if len(a.compare) == 2 else (load_run(a.compare[0]), None)
+            base = load_run(a.compare[0])
+            new = load_run(a.compare[1]) if len(a.compare) == 2 else None
         except (OSError, ValueError) as e:
             print(f"--compare: {e}", file=sys.stderr)
             return 2

@@ -360,9 +360,11 @@ def _(env):
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
 
+        def conv(a, k, c):
+            return jax.lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]
+
         def jloss(params, x, y):  # the same network, written out: the parameter list in `names` order
             k1, c1, k2, c2, w1, b1, w2, b2 = params
-            conv = lambda a, k, c: jax.lax.conv_general_dilated(a, k, (1, 1), "VALID") + c[:, None, None]  # noqa: E731
             h = jax.nn.relu(conv(jax.nn.relu(conv(x[None], k1, c1)), k2, c2))
             h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
             logits = jax.nn.relu(h.reshape(-1) @ w1.T + b1) @ w2.T + b2
