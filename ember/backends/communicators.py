@@ -141,9 +141,9 @@ class MpiCommunicator(Communicator):
         self._orphans: list[Any] = []  # sends whose receivers never came: kept alive until exit
 
     def free(self) -> None:
-        for comm in (self.meeting, self.data):
-            if self.broken is None:
-                comm.Free()
+        if self.broken is None:  # (a broken one may have requests pending: left to MPI's exit)
+            self.meeting.Free()
+            self.data.Free()
 
     def _name(self) -> str:
         return f"axis {self.axis_name!r} (rank {self.rank} of {self.size} processes)"
@@ -186,6 +186,7 @@ class MpiCommunicator(Communicator):
     def _finish(self, op: str, requests: list[Any]) -> None:
         left = _Poller().wait(dict(enumerate(requests)))
         if left:
+            self._orphans.append(requests)  # (they hold the buffers a late rank may still write into)
             self.broken = f"{op} #{self.calls}: the data exchange did not complete"
             raise DistributedError(f"{op} over {self._name()}: the ranks met but the data exchange did not complete "
                                    f"within collective_timeout={config.collective_timeout:g} s (another rank gave up "
