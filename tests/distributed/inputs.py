@@ -10,7 +10,8 @@ import ember
 from ember import lax
 
 AXIS = "processes"
-DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int8", "uint16", "int64", "complex64", "bool")
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+          "uint64", "complex64", "complex128", "bool")  # fmt: skip
 
 
 def shapes(n: int) -> list[tuple[int, ...]]:
@@ -32,10 +33,10 @@ def value(rank: int, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     base = (np.arange(size) * 5 + rank * 3) % 7 - 3
     if dtype == "bool":
         out = (np.arange(size) + rank) % 3 == 0
-    elif dtype == "int8":
-        out = base * 40  # sums of a few wrap around
-    elif dtype == "uint16":
-        out = (base + 3) * 20000 + rank
+    elif dtype in ("int8", "int16"):
+        out = base * {"int8": 40, "int16": 12000}[dtype]  # sums of a few wrap around
+    elif dtype.startswith("uint"):
+        out = (base + 3) * {"uint8": 60, "uint16": 20000}.get(dtype, 1000) + rank
     elif dtype.startswith("int"):
         out = base * 1000 + rank
     elif dtype.startswith("complex"):
