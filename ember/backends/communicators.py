@@ -168,12 +168,13 @@ class MpiCommunicator(Communicator):
             self._orphans += [note, notes, sends]
             absent = sorted(missing)
             self.broken = f"{op} #{self.calls}: rank(s) {absent} did not arrive"
+            arrived = sorted(set(range(self.size)) - set(absent))
             raise DistributedError(
-                f"{op} over {self._name()}: rank(s) {', '.join(map(str, absent))} did not reach collective #{self.calls} "
-                f"within collective_timeout={config.collective_timeout:g} s (ranks that arrived: "
-                f"{sorted(set(range(self.size)) - set(absent))}); every process must call the same collectives in the "
-                "same order (a rank may have stopped, or taken another branch); ember.config.update('collective_timeout', "
-                "seconds) waits longer for slow ranks"
+                f"{op} over {self._name()}: rank(s) {', '.join(map(str, absent))} did not reach collective "
+                f"#{self.calls} within collective_timeout={config.collective_timeout:g} s (ranks that arrived: "
+                f"{arrived}); every process must call the same collectives in the same order (a rank may have "
+                "stopped, or taken another branch); ember.config.update('collective_timeout', seconds) waits "
+                "longer for slow ranks"
             )
         self.mpi.Request.Waitall(sends)
         calls = {self.rank: (self.calls, mine), **{r: _read_note(buf) for r, buf in notes.items()}}

@@ -21,8 +21,10 @@ __all__ = ["NcclCommunicator"]
 
 # NCCL sums these natively; complex numbers go as pairs of reals (a sum is one of reals). The kernels
 # hand float16/bfloat16 over in float32 and 8/16-bit integers in int64 (see communicators._summed).
-_SUMMED = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32", "uint32": "NCCL_UINT32",
-           "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64"}  # fmt: skip
+_SUMMED = {
+    "int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32", "uint32": "NCCL_UINT32",
+    "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64",
+}  # fmt: skip
 _REAL_OF = {"complex64": np.float32, "complex128": np.float64}
 
 

@@ -45,12 +45,13 @@ def initialize(axis_name: Any = "processes", *, backend: str | None = None) -> N
             "ember.distributed.shutdown() before initializing again"
         )
     if axis_name is None or isinstance(axis_name, (list, dict, set)):
-        raise InvalidArgumentError(f"ember.distributed.initialize: axis_name must be a hashable name such as 'processes', "
-                                   f"got {axis_name!r}")  # fmt: skip
+        raise InvalidArgumentError(f"ember.distributed.initialize: axis_name must be a hashable name such as "
+                                   f"'processes', got {axis_name!r}")  # fmt: skip
     if backend is None:
         backend = "nccl" if _devices.current.place.device.platform == "cuda" else "mpi"
     if backend not in ("mpi", "nccl"):
-        raise InvalidArgumentError(f"ember.distributed.initialize: backend must be 'mpi', 'nccl' or None, got {backend!r}")
+        raise InvalidArgumentError(f"ember.distributed.initialize: backend must be 'mpi', 'nccl' or None, "
+                                   f"got {backend!r}")  # fmt: skip
     cupy = _cupy_with_a_gpu() if backend == "nccl" else None
     MPI = _mpi()
     world = MPI.COMM_WORLD

@@ -59,7 +59,8 @@ def shard_map(fun: Callable, axis_name: Any = "processes", in_axes: Any = 0, out
             per = _check_divisible(leaf, axis, comm.size, i, name, axis_name)
             return lax.slice_in_dim(leaf, comm.rank * per, (comm.rank + 1) * per, axis=axis)
 
-        shards = [_tree_map(lambda leaf, i=i, a=a: local(leaf, i, a), arg) for i, (arg, a) in enumerate(zip(args, axes))]
+        shards = [_tree_map(lambda leaf, i=i, a=a: local(leaf, i, a), arg)
+                  for i, (arg, a) in enumerate(zip(args, axes))]  # fmt: skip
         out = fun(*shards)
         return _outputs(out, out_axes, name, lambda leaf, a: lax.all_gather(leaf, axis_name, axis=a, tiled=True))
 
@@ -125,13 +126,15 @@ def _outputs(out: Any, out_axes: Any, name: str, gather: Callable[[Any, int], An
     """Each output leaf gathered along its int out_axes (None: as it is)."""
     if isinstance(out_axes, (tuple, list)):
         if not isinstance(out, (tuple, list)) or len(out) != len(out_axes):
+            got = f"a {type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list)) else type(out).__name__
             raise InvalidArgumentError(f"shard_map({name}): out_axes has {len(out_axes)} entries but the function "
-                                       f"returned {type(out).__name__}{f' of {len(out)}' if isinstance(out, (tuple, list)) else ''}")  # fmt: skip
+                                       f"returned {got}; give one out_axes entry per output")  # fmt: skip
         return type(out)(_outputs(o, a, name, gather) for o, a in zip(out, out_axes))
     if out_axes is None:
         return out
     if not isinstance(out_axes, int) or isinstance(out_axes, bool):
-        raise InvalidArgumentError(f"shard_map({name}): out_axes must be an int, None or a tuple of them, got {out_axes!r}")
+        raise InvalidArgumentError(f"shard_map({name}): out_axes must be an int, None or a tuple of them, "
+                                   f"got {out_axes!r}")  # fmt: skip
 
     def one(leaf: Any) -> Any:
         if leaf.ndim == 0:
