@@ -57,7 +57,8 @@ def test_quick_demo(tmp_path):
     alone = re.search(r"^  the clipped gradient sum alone: ([\d.]+) ms with ghost norms, ([\d.]+) ms materialised, "
                       r"([\d.]+) ms with the loop: ([\d.]+)x speedup$", out, flags=re.MULTILINE)
     assert alone and all(float(v) > 0 for v in alone.groups()), out
-    assert re.search(r"^first call of the jitted step \(trace \+ compile \+ run\): \d+ ms$", out, flags=re.MULTILINE), out
+    first_call = r"^first call of the jitted step \(trace \+ compile \+ run\): \d+ ms$"
+    assert re.search(first_call, out, flags=re.MULTILINE), out
 
     assert f"figure saved to {figure.resolve()}" in out
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
