@@ -77,9 +77,9 @@ def start_processes() -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
     rank, count = start_processes()
-    if args.batch_size % count:
+    if args.batch_size % count:  # every process stops; rank 0 says why
         raise SystemExit(f"--batch-size {args.batch_size} does not split evenly over {count} processes; "
-                         f"give a multiple of {count}")
+                         f"give a multiple of {count}" if rank == 0 else 2)
 
     key_split, key_init, key_train = ember.random.split(ember.random.key(args.seed), 3)
     data = split_data(key_split)
