@@ -16,7 +16,8 @@ from typing import Any
 from ember.core.array import Array, from_host
 from ember.core.primitives import collective as _co
 from ember.core.primitives import collective_exchange as _cx
-from ember.core.pytree import tree_map
+from ember.core.primitives import structural as _st
+from ember.core.pytree import tree_flatten, tree_map, tree_unflatten
 from ember.errors import InvalidArgumentError
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "pshuffle", "psum",
@@ -32,18 +33,41 @@ def _no_groups(op: str, axis_index_groups: Any) -> None:
         raise InvalidArgumentError(f"{op}: axis_index_groups is not supported (vmap has no device groups); leave it None")
 
 
+def _packed(prim, leaves: list[Array], name: Any) -> list[Array]:
+    """`prim` over the processes bound to `name`, one collective per (dtype, weak type): each costs a
+    handshake and a message, so a model's gradients travel as one buffer, not one per parameter. The
+    reductions are elementwise, so packing changes no value."""
+    groups: dict[tuple, list[int]] = {}
+    for i, leaf in enumerate(leaves):
+        groups.setdefault((leaf.dtype, leaf.weak_type), []).append(i)
+    out = list(leaves)
+    for members in groups.values():
+        if len(members) == 1:
+            out[members[0]] = prim.bind(leaves[members[0]], axis_name=name)
+            continue
+        flat = [_st.reshape_p.bind(leaves[i], new_sizes=(leaves[i].size,), dimensions=None) for i in members]
+        total = prim.bind(_st.concatenate_p.bind(*flat, dimension=0), axis_name=name)
+        start = 0
+        for i in members:
+            stop = start + leaves[i].size
+            piece = _st.slice_p.bind(total, start_indices=(start,), limit_indices=(stop,), strides=None)
+            out[i] = _st.reshape_p.bind(piece, new_sizes=leaves[i].shape, dimensions=None)
+            start = stop
+    return out
+
+
 def _reducer(prim, op: str):
     def apply(x, axis_name, *, axis_index_groups=None):
         _no_groups(op, axis_index_groups)
         names = _names(axis_name)
-
-        def one(leaf):
-            leaf = leaf if isinstance(leaf, Array) else from_host(leaf, op)
-            for name in names:
-                leaf = prim.bind(leaf, axis_name=name)
-            return leaf
-
-        return tree_map(one, x)
+        leaves, tree = tree_flatten(x)
+        leaves = [leaf if isinstance(leaf, Array) else from_host(leaf, op) for leaf in leaves]
+        for name in names:
+            if len(leaves) > 1 and _co.axis_frame(name, op).level < 0:
+                leaves = _packed(prim, leaves, name)
+            else:
+                leaves = [prim.bind(leaf, axis_name=name) for leaf in leaves]
+        return tree_unflatten(tree, leaves)
 
     apply.__name__ = apply.__qualname__ = op
     return apply
