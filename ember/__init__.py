@@ -14,6 +14,7 @@ from ember import (
     nn,
     numpy,
     optim,
+    privacy,
     random,
     scipy,
     test_util,
@@ -63,7 +64,8 @@ def _install_boundaries() -> None:
 
     for name in ("ember", "ember.numpy", "ember.numpy.linalg", "ember.numpy.fft", "ember.lax", "ember.lax.linalg",
                  "ember.scipy.special", "ember.scipy.linalg", "ember.random", "ember.tree", "ember.nn", "ember.nn.functional",
-                 "ember.nn.init", "ember.optim", "ember.io", "ember.dim", "ember.distributed"):  # fmt: skip
+                 "ember.nn.init", "ember.optim", "ember.io", "ember.dim", "ember.distributed",
+                 "ember.privacy"):  # fmt: skip
         if name in sys.modules:
             _traceback.wrap_namespace(sys.modules[name])
 
@@ -73,4 +75,4 @@ _install_boundaries()
 __all__ = ["Array", "Device", "ShapeDtypeStruct", "__version__", "checkpoint", "checkpoint_policies", "config",
            "custom_jvp", "custom_vjp", "debug", "devices", "dim", "disable_jit", "distributed", "errors", "eval_shape", "grad", "hessian",
            "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize", "load", "load_bytes", "make_ir",
-           "nn", "numpy", "optim", "pure_callback", "remat", "save", "save_bytes", "scipy", "shard_map", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
+           "nn", "numpy", "optim", "privacy", "pure_callback", "remat", "save", "save_bytes", "scipy", "shard_map", "test_util", "tree", "value_and_grad", "vjp", "vmap"]  # fmt: skip
