@@ -470,6 +470,14 @@ def test_initialize_with_nccl_and_no_gpu_says_what_is_missing():
     assert not ember.distributed.is_initialized()
 
 
+def _one_process(script: str) -> subprocess.CompletedProcess:
+    """`script` in a fresh Python without mpirun (MPI makes it a world of one); it must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @needs_mpi
 def test_initialize_without_mpirun_is_one_process_and_shutdown_unbinds():
     script = (
@@ -480,9 +488,7 @@ def test_initialize_without_mpirun_is_one_process_and_shutdown_unbinds():
         "try:\n    lax.psum(1.0, 'processes')\nexcept ember.errors.UnboundAxisNameError:\n    print('unbound')\n"
         "ember.distributed.initialize('again')\nprint(int(lax.axis_index('again')))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = _one_process(script)
     assert done.stdout.split() == ["2.0", "1", "unbound", "0"]
 
 
@@ -501,7 +507,5 @@ def test_a_pytree_travels_as_one_collective_per_dtype():
         "program = ember.make_ir(lambda t: lax.pmean(t, 'processes'))(tree).program\n"
         "print(sum(e.primitive.name == 'pmean' for e in program.eqns))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = _one_process(script)
     assert done.stdout.split() == ["2"]  # float32 {w, b, s} and int32 {n}

@@ -229,13 +229,14 @@ def _(env):
 # --------------------------------------------------------------------------- per-example grads, MNIST CNN
 
 
-def _mnist_cnn_classes(env):
-    """PyTorch's MNIST example network (without its dropout) in ember and, when torch is in the run, in torch."""
+def mnist_cnn_classes(env, c1: int = MNIST_C1, c2: int = MNIST_C2, hidden: int = MNIST_HIDDEN):
+    """PyTorch's MNIST example network (without its dropout; conv c1, conv c2, pool, fc hidden, fc 10) in
+    ember and, when torch is in the run, in torch. The tutorials' SimpleCNN is the same with smaller sizes."""
     import ember
     from ember import nn
     from ember.nn import functional as F
 
-    flat = MNIST_C2 * ((MNIST_HW - 4) // 2) ** 2  # two 'VALID' 3x3 convs, then a 2x2 pool: 9216
+    flat = c2 * ((MNIST_HW - 4) // 2) ** 2  # two 'VALID' 3x3 convs, then a 2x2 pool: 9216 for c2 = 64
 
     class MnistCNN(nn.Module):
         conv1: nn.Conv2d
@@ -245,10 +246,10 @@ def _mnist_cnn_classes(env):
 
         def __init__(self, *, key):
             k1, k2, k3, k4 = ember.random.split(key, 4)
-            self.conv1 = nn.Conv2d(1, MNIST_C1, 3, 1, key=k1)
-            self.conv2 = nn.Conv2d(MNIST_C1, MNIST_C2, 3, 1, key=k2)
-            self.fc1 = nn.Linear(flat, MNIST_HIDDEN, key=k3)
-            self.fc2 = nn.Linear(MNIST_HIDDEN, N_CLASSES, key=k4)
+            self.conv1 = nn.Conv2d(1, c1, 3, 1, key=k1)
+            self.conv2 = nn.Conv2d(c1, c2, 3, 1, key=k2)
+            self.fc1 = nn.Linear(flat, hidden, key=k3)
+            self.fc2 = nn.Linear(hidden, N_CLASSES, key=k4)
 
         def __call__(self, x, *, key=None):
             x = F.relu(self.conv1(x))
@@ -264,10 +265,10 @@ def _mnist_cnn_classes(env):
     class TorchMnistCNN(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1 = torch.nn.Conv2d(1, MNIST_C1, 3, 1)
-            self.conv2 = torch.nn.Conv2d(MNIST_C1, MNIST_C2, 3, 1)
-            self.fc1 = torch.nn.Linear(flat, MNIST_HIDDEN)
-            self.fc2 = torch.nn.Linear(MNIST_HIDDEN, N_CLASSES)
+            self.conv1 = torch.nn.Conv2d(1, c1, 3, 1)
+            self.conv2 = torch.nn.Conv2d(c1, c2, 3, 1)
+            self.fc1 = torch.nn.Linear(flat, hidden)
+            self.fc2 = torch.nn.Linear(hidden, N_CLASSES)
 
         def forward(self, x):
             x = TF.relu(self.conv1(x))
@@ -322,7 +323,7 @@ def _(env):
     from ember.nn import functional as F
 
     batch = SMOKE_MNIST_BATCH if env.smoke else MNIST_BATCH
-    MnistCNN, TorchMnistCNN = _mnist_cnn_classes(env)
+    MnistCNN, TorchMnistCNN = mnist_cnn_classes(env)
     model = MnistCNN(key=ember.random.key(20))
     names = [name for name, _ in model.named_parameters()]
     params = [np.asarray(p) for _, p in model.named_parameters()]

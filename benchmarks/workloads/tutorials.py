@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.registry import workload
+from benchmarks.workloads.per_sample import mnist_cnn_classes
 
 TUTORIALS = ("tutorials",)
 
@@ -143,55 +144,6 @@ def _(env):
 # --------------------------------------------------------------------------- per-sample gradients
 
 
-def _simple_cnn_classes(env):
-    """The per_sample_grads notebook's SimpleCNN, in ember and in torch (conv 8, conv 16, pool, fc 64, fc 10)."""
-    import ember
-    from ember import nn
-    from ember.nn import functional as F
-
-    class SimpleCNN(nn.Module):
-        conv1: nn.Conv2d
-        conv2: nn.Conv2d
-        fc1: nn.Linear
-        fc2: nn.Linear
-
-        def __init__(self, *, key):
-            k1, k2, k3, k4 = ember.random.split(key, 4)
-            self.conv1 = nn.Conv2d(1, 8, 3, 1, key=k1)
-            self.conv2 = nn.Conv2d(8, 16, 3, 1, key=k2)
-            self.fc1 = nn.Linear(16 * 12 * 12, 64, key=k3)
-            self.fc2 = nn.Linear(64, 10, key=k4)
-
-        def __call__(self, x, *, key=None):
-            x = F.relu(self.conv1(x))
-            x = F.relu(self.conv2(x))
-            x = F.max_pool2d(x, 2)
-            x = F.relu(self.fc1(x.reshape(x.shape[0], -1)))
-            return F.log_softmax(self.fc2(x), dim=1)
-
-    if env.torch is None:
-        return SimpleCNN, None
-    torch = env.torch
-    TF = torch.nn.functional
-
-    class TorchSimpleCNN(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = torch.nn.Conv2d(1, 8, 3, 1)
-            self.conv2 = torch.nn.Conv2d(8, 16, 3, 1)
-            self.fc1 = torch.nn.Linear(16 * 12 * 12, 64)
-            self.fc2 = torch.nn.Linear(64, 10)
-
-        def forward(self, x):
-            x = TF.relu(self.conv1(x))
-            x = TF.relu(self.conv2(x))
-            x = TF.max_pool2d(x, 2)
-            x = TF.relu(self.fc1(torch.flatten(x, 1)))
-            return TF.log_softmax(self.fc2(x), dim=1)
-
-    return SimpleCNN, TorchSimpleCNN
-
-
 @workload("tut_per_sample_cnn", family="tutorials", tags=TUTORIALS, reference="torch", rtol=1e-4, atol=1e-6,
           description="vmap(grad) CNN 28x28 b64")  # fmt: skip
 def _(env):
@@ -199,7 +151,7 @@ def _(env):
     from ember.nn import functional as F
 
     batch = 4 if env.smoke else 64
-    SimpleCNN, TorchSimpleCNN = _simple_cnn_classes(env)
+    SimpleCNN, TorchSimpleCNN = mnist_cnn_classes(env, 8, 16, 64)  # the notebook's SimpleCNN
     model = _ember_on_device(env, SimpleCNN(key=ember.random.key(0)))
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
