@@ -49,6 +49,11 @@ SMOKE_MNIST_BATCH = 2  # env.smoke: the image size fixes the network (9216 = 64 
 ENSEMBLE = 8
 
 
+def in_order(grads: dict, names: list[str]) -> list[Any]:
+    """A dict of gradients (one call's) as a list in `names` order, to compare with the NumPy reference."""
+    return [grads[k] for k in names]
+
+
 def _one_hot(rng, n):
     return np.eye(N_CLASSES, dtype=np.float32)[rng.integers(0, N_CLASSES, n)]
 
@@ -342,8 +347,8 @@ def _(env):
     jitted = ember.jit(per_sample)
     eparams, ex, elabels = env.put("ember", (dict(zip(names, params)), x, labels.astype(np.int32)))
     impls = {"numpy": lambda: numpy_mnist_cnn_per_sample_grads(params, x, y),
-             "ember": lambda: [per_sample(eparams, ex, elabels)[k] for k in names],
-             "ember_jit": lambda: [jitted(eparams, ex, elabels)[k] for k in names]}  # fmt: skip
+             "ember": lambda: in_order(per_sample(eparams, ex, elabels), names),
+             "ember_jit": lambda: in_order(jitted(eparams, ex, elabels), names)}  # fmt: skip
     if env.torch is not None:
         torch = env.torch
         tmodel = TorchMnistCNN()
@@ -357,7 +362,7 @@ def _(env):
 
         tper_sample = tf.vmap(tf.grad(tloss), in_dims=(None, 0, 0))
         tparams, tx, tlabels = env.put("torch", (dict(zip(names, params)), x, labels))
-        impls["torch"] = lambda: [tper_sample(tparams, tx, tlabels)[k] for k in names]
+        impls["torch"] = lambda: in_order(tper_sample(tparams, tx, tlabels), names)
     if env.jnp is not None:
         jax, jnp = env.jax, env.jnp
 

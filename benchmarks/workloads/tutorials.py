@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.registry import workload
-from benchmarks.workloads.per_sample import mnist_cnn_classes
+from benchmarks.workloads.per_sample import in_order, mnist_cnn_classes
 
 TUTORIALS = ("tutorials",)
 
@@ -130,14 +130,14 @@ def _(env):
     model = _ember_on_device(env, model)
     pe_grads, pe_grads_jit = _per_example_grads(env, model, F.cross_entropy, x, labels)
     names = list(params)  # 0.weight, 0.bias, 2.weight, 2.bias: each result as a list in this order
-    impls = {"numpy": numpy_pe_grads, "ember": lambda: [pe_grads()[k] for k in names],
-             "ember_jit": lambda: [pe_grads_jit()[k] for k in names]}  # fmt: skip
+    impls = {"numpy": numpy_pe_grads, "ember": lambda: in_order(pe_grads(), names),
+             "ember_jit": lambda: in_order(pe_grads_jit(), names)}  # fmt: skip
     if _torch(env) is not None:
         torch = env.torch
         tmodel = _torch_twin(env, torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4)),
                              model)  # fmt: skip
         pe_grads_t = _torch_per_example_grads(env, tmodel, torch.nn.functional.cross_entropy, x, labels)
-        impls["torch"] = lambda: [pe_grads_t()[k] for k in names]
+        impls["torch"] = lambda: in_order(pe_grads_t(), names)
     return impls
 
 
