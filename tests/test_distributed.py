@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -27,6 +26,7 @@ from ember import lax, optim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "distributed"))
 import inputs  # noqa: E402
+from mpi_support import mpi_env, needs_mpi
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "distributed" / "worker.py"
@@ -34,22 +34,10 @@ SIZES = (1, 2, 4)
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex  # one launch per N for all xdist workers
 
 
-def _mpi_missing() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return "mpi4py is not installed (pip install 'ember[distributed]')"
-    if shutil.which("mpirun") is None:
-        return "mpirun is not on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)"
-    return None
-
-
-needs_mpi = pytest.mark.skipif(_mpi_missing() is not None, reason=str(_mpi_missing()))
 
 
 def _launch(n: int, out: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EMBER_COLLECTIVE_TIMEOUT": "30", "OMP_NUM_THREADS": "1",
-           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # fmt: skip
+    env = mpi_env(EMBER_COLLECTIVE_TIMEOUT="30", OMP_NUM_THREADS="1")
     command = ["mpirun", "--oversubscribe", "-n", str(n), sys.executable, str(WORKER), str(out)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     if done.returncode != 0:
@@ -472,8 +460,7 @@ def test_initialize_with_nccl_and_no_gpu_says_what_is_missing():
 
 def _one_process(script: str) -> subprocess.CompletedProcess:
     """`script` in a fresh Python without mpirun (MPI makes it a world of one); it must succeed."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], env=mpi_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done
 

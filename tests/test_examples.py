@@ -6,29 +6,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from mpi_support import mpi_env, mpi_missing, needs_mpi
 
 import ember
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "data_parallel.py"
 QUICK_STEPS = 2 * (1438 // 128)  # --quick: 2 epochs of 11 full batches of the 1,438 training digits
-
-
-def _mpi_missing() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return "mpi4py is not installed (pip install -e '.[distributed]')"
-    if shutil.which("mpirun") is None:
-        return "mpirun is not on PATH (Debian: apt-get install openmpi-bin libopenmpi-dev)"
-    return None
 
 
 def _run(tmp: Path, processes: int | None) -> tuple[str, dict, dict]:
@@ -38,8 +28,7 @@ def _run(tmp: Path, processes: int | None) -> tuple[str, dict, dict]:
     command = [sys.executable, str(EXAMPLE), "--quick", "--save", str(saved), "--json", str(figures)]
     if processes is not None:
         command = ["mpirun", "--oversubscribe", "-n", str(processes), *command]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EMBER_COLLECTIVE_TIMEOUT": "60", "OMPI_ALLOW_RUN_AS_ROOT": "1",
-           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1"}  # fmt: skip
+    env = mpi_env(EMBER_COLLECTIVE_TIMEOUT="60", OMPI_MCA_rmaps_base_oversubscribe="1")
     run = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, f"{' '.join(command)}:\n{run.stdout}\n{run.stderr}"
     return run.stdout, json.loads(figures.read_text()), ember.load(saved)
@@ -96,7 +85,7 @@ def test_one_process_is_the_demos_run(one_process):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-5)
 
 
-@pytest.mark.skipif(_mpi_missing() is not None, reason=str(_mpi_missing()))
+@needs_mpi
 def test_processes_train_as_one(one_process, tmp_path):
     """Two processes, each with half of every batch, end with the parameters and test accuracy of one process
     on the whole batch, and identical parameters on both.
@@ -130,7 +119,7 @@ def test_readme_scale_section_runs(tmp_path):
     block meant for mpirun then runs as one process: ember.distributed.initialize binds the name to it alone)."""
     blocks = _readme_section_blocks()
     assert len(blocks) >= 3, "the section shows memory budgets, DP-SGD and several processes"
-    if _mpi_missing() is not None:
+    if mpi_missing() is not None:
         blocks = [b for b in blocks if "ember.distributed" not in b]
     code = "\n".join(blocks)
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
