@@ -18,7 +18,7 @@ import numpy as np
 from ember.config import config
 from ember.core.array import Array
 
-__all__ = ["binary", "is_on", "unary", "wrap_like"]
+__all__ = ["binary", "unary", "wrap_like"]
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -32,11 +32,6 @@ def _follow_debug_nans(name: str, value: Any) -> None:
 
 
 config.on_update(_follow_debug_nans)
-
-
-def is_on() -> bool:
-    """Whether the fast lanes are taken (they are, unless ``debug_nans`` is on)."""
-    return on
 
 
 def wrap_like(out: Any, weak: bool, place: Any) -> Array:
