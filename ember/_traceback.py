@@ -107,6 +107,13 @@ def wrap_namespace(namespace: Any) -> None:
     The modules that define them keep the plain functions, which ember calls internally."""
     names = vars(namespace)
     for name, value in list(names.items()):
+        if (not name.startswith("_") and type(value) is types.FunctionType and "._" in value.__module__
+                and getattr(value, "__ember_boundary__", False)):  # fmt: skip
+            # A function that filters its own errors (the eager fast lanes, ember/numpy/_fastlane.py): named
+            # where users find it, as a boundary is, so that pickle finds it there.
+            value.__module__ = namespace.__name__
+            value.__qualname__ = value.__name__ if names.get(value.__name__) is value else name
+            continue
         if (not name.startswith("_") and type(value) is types.FunctionType
                 and getattr(value, "__module__", "").startswith("ember.")
                 and not getattr(value, "__ember_boundary__", False)):  # fmt: skip

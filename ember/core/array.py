@@ -31,6 +31,37 @@ __all__ = ["CPU", "Array", "Device", "Place", "wrap"]
 _new = object.__new__
 
 
+class _Donated:
+    """What a donated array holds in place of its buffer: any use of it raises DeletedArrayError.
+
+    (A sentinel rather than a missing attribute caught by ``Array.__getattr__``: a class with
+    ``__getattr__`` loses Python's fast attribute reads, which every eager operation makes.)"""
+
+    __slots__ = ()
+
+    def _deleted(self, *args, **kwargs):
+        raise DeletedArrayError(
+            "this array was donated to a jitted function (donate_argnums) and deleted: that call may have "
+            "written its results into the array's buffer. Use what the call returned, or leave the argument "
+            "out of donate_argnums to keep using it"
+        )
+
+    __array__ = __len__ = __getitem__ = __iter__ = __bool__ = __index__ = __float__ = _deleted
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # (introspection: inspect.unwrap, copy, pickle's probes)
+            raise AttributeError(name)
+        self._deleted()
+
+
+_DONATED = _Donated()
+
+
+def delete(x: Array) -> None:
+    """Give up `x`'s buffer (it was donated to a jitted function): using `x` from now on raises."""
+    x._value = _DONATED
+
+
 class Array:
     """An immutable n-dimensional array (or, inside a transform, a tracer).
 
@@ -111,21 +142,7 @@ class Array:
         >>> x.is_deleted()
         True
         """
-        try:
-            _ = self._value  # a donated array has none
-        except DeletedArrayError:
-            return True
-        return False
-
-    def __getattr__(self, name: str):
-        # Reached only when the usual lookup fails: a concrete array without a buffer was donated.
-        if name == "_value" and type(self) is Array:
-            raise DeletedArrayError(
-                "this array was donated to a jitted function (donate_argnums) and deleted: that call may have "
-                "written its results into the array's buffer. Use what the call returned, or leave the argument "
-                "out of donate_argnums to keep using it"
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return type(self) is Array and self._value is _DONATED
 
     # --- conversion to Python / NumPy -----------------------------------------
 

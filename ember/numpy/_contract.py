@@ -70,18 +70,21 @@ def _matmul_fast(x1: Array, x2: Array) -> Array | None:
     # transforms compute (np.matmul on a stack rounds differently from np.dot's one product).
     # None: take the general path (promotion, broadcast batches, vectors against stacks, outer products).
     x, y = x1._value, x2._value
-    if (type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype is not y.dtype or x.dtype not in _MATMUL_FAST
-            or x1._place is not x2._place or x1._place.committed):
+    dtype, place = x.dtype, x1._place
+    if (y.dtype is not dtype or dtype not in _MATMUL_FAST or x2._place is not place or not place.host
+            or type(x) is not np.ndarray or type(y) is not np.ndarray):
         return None
-    if x.ndim == 0 or y.ndim == 0 or x.shape[-1] != y.shape[max(y.ndim - 2, 0)]:
+    xs, ys = x.shape, y.shape
+    nx, ny = len(xs), len(ys)
+    if nx == 0 or ny == 0 or xs[-1] != ys[0 if ny == 1 else -2]:
         return None
-    if y.ndim <= 2:  # the kernel's plain matrix/vector product, (..., k) as one 2-D matrix
-        if x.ndim <= 2:
+    if ny <= 2:  # the kernel's plain matrix/vector product, (..., k) as one 2-D matrix
+        if nx <= 2:
             out = np.dot(x, y)
         else:
-            out = np.dot(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
-    elif x.shape[:-2] == y.shape[:-2] and x.shape[-1] != 1:  # one batch of matrix products
-        batch, (m, k), n = x.shape[:-2], x.shape[-2:], y.shape[-1]
+            out = np.dot(x.reshape(math.prod(xs[:-1]), xs[-1]), y).reshape(xs[:-1] + ys[1:])
+    elif xs[:-2] == ys[:-2] and xs[-1] != 1:  # one batch of matrix products
+        batch, (m, k), n = xs[:-2], xs[-2:], ys[-1]
         nb = math.prod(batch)
         if nb == 1:
             out = np.matmul(x.reshape(m, k), y.reshape(k, n))
@@ -90,7 +93,7 @@ def _matmul_fast(x1: Array, x2: Array) -> Array | None:
         out = out.reshape(batch + (m, n))
     else:
         return None
-    return wrap(np.asarray(out), x1._weak and x2._weak, x1._place)
+    return wrap(out if type(out) is np.ndarray else np.asarray(out), x1._weak and x2._weak, place)
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision=None, preferred_element_type=None) -> Array:

@@ -6,6 +6,10 @@ wrapping. A fast lane does what the checked path would do in that case, in a few
 anything unusual (another dtype, a tracer, a committed array, a kernel result of another type) falls
 through to the ember.numpy function, which decides. The lanes are off while ``debug_nans`` is on: its
 check lives in `Primitive.bind`.
+
+A lane's function is also its own traceback boundary (ember/_traceback.py): the slow call sits in a
+``try`` (free in Python 3.11 until something raises), so `wrap_namespace` need not put another Python
+call in front of it.
 """
 
 from __future__ import annotations
@@ -15,14 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from ember._traceback import filter_error
 from ember.config import config
 from ember.core.array import Array
 
-__all__ = ["binary", "unary", "wrap_like"]
+__all__ = ["basic_index", "binary", "index_update", "matmul_operator", "operator", "unary", "wrap_like"]
 
 _new = object.__new__
 _ndarray = np.ndarray
+_ufunc = np.ufunc
 on = not config.debug_nans
+# Buffers a Python float (or an int that fits int32) converts to as JAX's weak typing does: NumPy 2's
+# own rule for a Python scalar meeting an array (NEP 50) is the same there, and only there.
+_FLOAT_BUFFERS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 
 def _follow_debug_nans(name: str, value: Any) -> None:
@@ -43,6 +52,63 @@ def wrap_like(out: Any, weak: bool, place: Any) -> Array:
     return result
 
 
+_BASIC_ITEM = frozenset((int, slice, type(None), type(Ellipsis)))
+
+
+def basic_index(index: Any) -> bool:
+    """Whether `index` is NumPy's basic indexing (an int, a slice, or a tuple of ints, slices, None and
+    Ellipsis), which makes a view; NumPy reads slice bounds with operator.index, as ember does."""
+    kind = type(index)
+    if kind is int or kind is slice:
+        return True
+    if kind is tuple:
+        for item in index:
+            if type(item) not in _BASIC_ITEM:
+                return False
+        return True
+    return False
+
+
+def index_update(x: Any, index: Any, values: Any, how: str) -> Array | None:
+    """`x.at[index].set(values)` (how "set"), `.add` ("add") or `.multiply` ("multiply") as NumPy's
+    in-place update of a copy, for a concrete CPU array, a basic index (no duplicates, and nothing out
+    of bounds: NumPy raises where the general path drops) and values already of x's dtype: an Array of
+    it, or a Python scalar meeting a float array (weakly typed). None: take the general path."""
+    if type(x) is not Array or not on or not x._place.host or not basic_index(index):
+        return None
+    v = x._value
+    kind = type(values)
+    if kind is Array:
+        if values._place is not x._place or values._value.dtype is not v.dtype:
+            return None
+        update = values._value
+    elif (kind is float or (kind is int and -2147483648 <= values < 2147483648)) and v.dtype in _FLOAT_BUFFERS:
+        update = values
+    else:
+        return None
+    if type(v) is not _ndarray:
+        return None
+    out = v.copy()
+    try:
+        if how == "set":
+            out[index] = update
+        elif how == "add":
+            out[index] += update
+        else:
+            out[index] *= update
+    except Exception:  # out of bounds, values that do not broadcast, a traced bound: the general path decides
+        return None
+    return wrap_like(out, x._weak, x._place)
+
+
+def _named_like(fn: Callable, slow: Callable) -> Callable:
+    fn.__name__ = fn.__qualname__ = slow.__name__
+    fn.__doc__ = slow.__doc__
+    fn.__wrapped__ = slow
+    fn.__ember_boundary__ = True  # filters its own errors (see the module's docstring)
+    return fn
+
+
 def unary(prim: Any, slow: Callable[[Any], Array], exclude: tuple = ()) -> Callable[[Any], Array]:
     """`slow` (an ember.numpy function of one array) with the fast lane of elementwise `prim` in front."""
     kernel = prim.kernel()
@@ -61,12 +127,13 @@ def unary(prim: Any, slow: Callable[[Any], Array], exclude: tuple = ()) -> Calla
                     result._weak = keeps_weak and x._weak
                     result._place = x._place
                     return result
-        return slow(x)
+        try:
+            return slow(x)
+        except Exception as err:
+            filter_error(err)
+            raise
 
-    fn.__name__ = fn.__qualname__ = slow.__name__
-    fn.__doc__ = slow.__doc__
-    fn.__wrapped__ = slow
-    return fn
+    return _named_like(fn, slow)
 
 
 def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) -> Callable[[Any, Any], Array]:
@@ -81,20 +148,119 @@ def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) ->
         if type(x1) is Array and type(x2) is Array and on:
             a, b = x1._value, x2._value
             out_dtype = table.get(a.dtype)
-            if out_dtype is not None and b.dtype is a.dtype and x1._place is x2._place and x1._place.host:
+            place = x1._place
+            if out_dtype is not None and b.dtype is a.dtype and x2._place is place and place.host:
                 try:
                     out = kernel(a, b)
                 except ValueError:  # shapes that do not broadcast: the checked path explains
-                    return slow(x1, x2)
+                    out = None
                 if type(out) is _ndarray and out.dtype is out_dtype:
                     result = _new(Array)
                     result._value = out
                     result._weak = keeps_weak and x1._weak and x2._weak
-                    result._place = x1._place
+                    result._place = place
                     return result
-        return slow(x1, x2)
+        try:
+            return slow(x1, x2)
+        except Exception as err:
+            filter_error(err)
+            raise
 
-    fn.__name__ = fn.__qualname__ = slow.__name__
-    fn.__doc__ = slow.__doc__
-    fn.__wrapped__ = slow
-    return fn
+    return _named_like(fn, slow)
+
+
+def _same_dtype_results(kernel: Any, table: dict) -> dict:
+    """The entries of `table` (operand dtype -> result dtype) that NumPy's ufunc `kernel` gives for two
+    operands of that dtype: for those, a lane need not look at the result's dtype."""
+    trusted = {}
+    for dtype, result in table.items():
+        try:
+            if kernel.resolve_dtypes((dtype, dtype, None))[-1] is result:
+                trusted[dtype] = result
+        except (TypeError, ValueError):  # (no loop for that dtype)
+            pass
+    return trusted
+
+
+def operator(prim: Any, slow: Callable, slow_reflected: Callable, kernel: Any = None) -> tuple[Callable, Callable]:
+    """`Array.__OP__` and `__rOP__` of elementwise `prim`: fast lanes for two arrays of one dtype on one
+    place, and for an array of a float dtype with a Python float or small int (weakly typed: the
+    array's dtype wins, as in NumPy 2). `slow(self, other)` and `slow_reflected(self, other)` do
+    everything else. `kernel` (default the primitive's) must be a NumPy ufunc for the lanes to open."""
+    kernel = kernel or prim.kernel()
+    table = _same_dtype_results(kernel, prim._fast) if type(kernel) is _ufunc else {}
+    keeps_weak = prim.keeps_weak
+    scalars = frozenset(table) & _FLOAT_BUFFERS
+
+    def forward(self, other):
+        if type(self) is Array and on:
+            x = self._value
+            dtype = x.dtype
+            place = self._place
+            if dtype in table and place.host:
+                kind = type(other)
+                if kind is Array:
+                    y = other._value
+                    if y.dtype is dtype and other._place is place:
+                        try:
+                            out = kernel(x, y)
+                        except ValueError:  # shapes that do not broadcast: the checked path explains
+                            out = None
+                        if type(out) is _ndarray:  # (0-d operands give NumPy scalars)
+                            result = _new(Array)
+                            result._value = out
+                            result._weak = keeps_weak and self._weak and other._weak
+                            result._place = place
+                            return result
+                elif (kind is float or (kind is int and -2147483648 <= other < 2147483648)) and dtype in scalars:
+                    out = kernel(x, other)
+                    if type(out) is _ndarray:
+                        result = _new(Array)
+                        result._value = out
+                        result._weak = keeps_weak and self._weak
+                        result._place = place
+                        return result
+        try:
+            return slow(self, other)
+        except Exception as err:  # this frame is the outermost of ember's: it filters (ember/_traceback.py)
+            filter_error(err)
+            raise
+
+    def reflected(self, other):
+        if type(self) is Array and on:
+            x = self._value
+            kind = type(other)
+            if ((kind is float or (kind is int and -2147483648 <= other < 2147483648)) and x.dtype in scalars
+                    and self._place.host):
+                out = kernel(other, x)
+                if type(out) is _ndarray:
+                    result = _new(Array)
+                    result._value = out
+                    result._weak = keeps_weak and self._weak
+                    result._place = self._place
+                    return result
+        try:
+            return slow_reflected(self, other)
+        except Exception as err:
+            filter_error(err)
+            raise
+
+    return forward, reflected
+
+
+def matmul_operator(fast: Callable, slow: Callable, slow_reflected: Callable) -> tuple[Callable, Callable]:
+    """`Array.__matmul__` and `__rmatmul__`: `fast(a, b)` (ember.numpy's matmul lane: an Array or None)
+    first for two Arrays, then `slow`."""
+
+    def forward(self, other):
+        if type(self) is Array and type(other) is Array and on:
+            out = fast(self, other)
+            if out is not None:
+                return out
+        try:
+            return slow(self, other)
+        except Exception as err:
+            filter_error(err)
+            raise
+
+    return forward, slow_reflected

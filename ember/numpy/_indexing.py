@@ -20,6 +20,7 @@ from ember.core.primitives import indexing as ix
 from ember.core.transfer import _put
 from ember.errors import ConcretizationError, DTypeError, EmberIndexError, ShapeError
 from ember.lax._convert import convert
+from ember.numpy import _fastlane
 from ember.numpy._core import full_for
 
 
@@ -240,7 +241,8 @@ class _IndexUpdateRef:
         >>> enp.zeros(3).at[1].set(5.0)
         Array([0., 5., 0.], dtype=float32)
         """
-        return _update("set", self.array, self.index, values, ix.scatter_p, mode)
+        out = _fastlane.index_update(self.array, self.index, values, "set")
+        return out if out is not None else _update("set", self.array, self.index, values, ix.scatter_p, mode)
 
     def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False) -> Array:
         """A copy of x with ``x[idx] += values``, duplicates accumulating.
@@ -248,7 +250,8 @@ class _IndexUpdateRef:
         >>> enp.zeros(3).at[enp.asarray([0, 0])].add(1.0)
         Array([2., 0., 0.], dtype=float32)
         """
-        return _update("add", self.array, self.index, values, ix.scatter_add_p, mode)
+        out = _fastlane.index_update(self.array, self.index, values, "add")
+        return out if out is not None else _update("add", self.array, self.index, values, ix.scatter_add_p, mode)
 
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False) -> Array:
         """A copy of x with ``x[idx] -= values``, duplicates accumulating.
@@ -267,7 +270,8 @@ class _IndexUpdateRef:
         >>> enp.ones(3).at[1].multiply(4.0)
         Array([1., 4., 1.], dtype=float32)
         """
-        return _update("multiply", self.array, self.index, values, ix.scatter_mul_p, mode)
+        out = _fastlane.index_update(self.array, self.index, values, "multiply")
+        return out if out is not None else _update("multiply", self.array, self.index, values, ix.scatter_mul_p, mode)
 
     mul = multiply
 

@@ -52,41 +52,9 @@ def _inexact_only(prim):
 
 
 def _operator(fn, prim=None):
-    """`a OP b` and `b OP a` for the ember.numpy function `fn` (primitive `prim` for the fast lane)."""
-    fast = prim._fast if prim is not None else {}
-
-    def run_fast(self, x, y, weak):  # (self's place is the result's: callers check the other's is the same)
-        # The kernel on raw buffers; None when anything is unusual (then `fn` decides).
-        try:
-            out = (prim._kernel or prim.kernel())(x, y)
-        except (ValueError, OverflowError):  # shapes that do not broadcast, ...: `fn` explains
-            return None
-        if type(out) is _ndarray and out.dtype is fast.get(self._value.dtype):
-            result = _new(Array)
-            result._value = out
-            result._weak = prim.keeps_weak and weak
-            result._place = self._place
-            return result
-        return None
+    """`a OP b` and `b OP a` for the ember.numpy function `fn` (primitive `prim` for the fast lanes)."""
 
     def forward(self, other):
-        # Fast lanes, inlined because `a + b` on tiny arrays is dominated by
-        # Python overhead: two concrete CPU arrays of one dtype the primitive
-        # accepts, or one such array and a Python float (or small int) on a
-        # float array, which NumPy 2 treats as weakly typed, as JAX does.
-        if type(self) is Array and prim is not None and not self._place.committed and _fastlane.on:  # (committed: checked path)
-            x = self._value
-            if type(other) is Array:
-                y = other._value
-                if (y.dtype is x.dtype and x.dtype in fast and type(x) is _ndarray and type(y) is _ndarray
-                        and self._place is other._place):
-                    out = run_fast(self, x, y, self._weak and other._weak)
-                    if out is not None:
-                        return out
-            elif _scalar_keeps_dtype(other, x) and x.dtype in fast:
-                out = run_fast(self, x, x.dtype.type(other), self._weak)
-                if out is not None:
-                    return out
         if not _accepts(other):
             return NotImplemented
         try:
@@ -96,11 +64,6 @@ def _operator(fn, prim=None):
             raise
 
     def reflected(self, other):
-        if (type(self) is Array and prim is not None and not self._place.committed and _fastlane.on
-                and _scalar_keeps_dtype(other, self._value) and self._value.dtype in fast):
-            out = run_fast(self, self._value.dtype.type(other), self._value, self._weak)
-            if out is not None:
-                return out
         if not _accepts(other):
             return NotImplemented
         try:
@@ -109,19 +72,13 @@ def _operator(fn, prim=None):
             filter_error(err)
             raise
 
-    return forward, reflected
-
-
-_FLOAT_BUFFERS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
-
-
-def _scalar_keeps_dtype(other, x) -> bool:
-    """A Python float, or an int that fits int32, meeting a float/complex NumPy buffer
-    (then the scalar converts to the buffer's dtype exactly as JAX's weak typing does)."""
-    kind = type(other)
-    if kind is float or (kind is int and -(2**31) <= other < 2**31):
-        return type(x) is _ndarray and x.dtype in _FLOAT_BUFFERS
-    return False
+    if fn is _contract.matmul:
+        return _fastlane.matmul_operator(_contract._matmul_fast, forward, reflected)
+    if prim is None:
+        return forward, reflected
+    # true_divide's lane admits only inexact dtypes, where the primitive's kernel is NumPy's ufunc
+    kernel = np.true_divide if fn is _ufuncs.true_divide else None
+    return _fastlane.operator(prim, forward, reflected, kernel)
 
 
 _BINARY = {
@@ -155,25 +112,18 @@ def _accepts(other) -> bool:
     return isinstance(other, _PY_OK) or hasattr(other, "__array__")
 
 
-_BASIC_ITEM = (int, slice, type(None), type(Ellipsis))
-
-
 def _getitem(self, index):
-    # Fast lane: basic indexing (ints, slices of ints, None, ...) of a concrete CPU array is a
-    # NumPy view; views of ember's buffers are safe because no one writes to them.
+    # Fast lane: basic indexing (ints, slices, None, ...) of a concrete CPU array is a NumPy view; views
+    # of ember's buffers are safe because no one writes to them. NumPy reads a slice's bounds as ember
+    # does (operator.index); whatever NumPy refuses (a bound out of range, a traced bound) goes on to
+    # the general path, which explains.
     if type(self) is Array and self._place.host:  # (no NaN to make: the lane is on under debug_nans too)
         kind = type(index)
-        if kind is slice:
-            start, stop, step = index.start, index.stop, index.step
-            plain = ((start is None or type(start) is int) and (stop is None or type(stop) is int)
-                     and (step is None or type(step) is int))  # fmt: skip
-        else:
-            plain = kind is int or (kind is tuple and all(type(i) in _BASIC_ITEM for i in index) and _plain_slices(index))
-        if plain:
+        if kind is slice or kind is int or (kind is tuple and _fastlane.basic_index(index)):
             try:
                 out = self._value[index]
-            except IndexError:
-                pass  # out of bounds: the general path raises ember's message
+            except Exception:
+                pass
             else:
                 result = _new(Array)
                 result._value = out if type(out) is _ndarray else np.asarray(out)
@@ -201,19 +151,6 @@ def _index_hook(index):
     return None
 
 
-def _plain_slices(items) -> bool:
-    for i in items:
-        if type(i) is slice and not _plain_slice(i):
-            return False
-    return True
-
-
-def _plain_slice(i: slice) -> bool:
-    start, stop, step = i.start, i.stop, i.step
-    return ((start is None or type(start) is int) and (stop is None or type(stop) is int)
-            and (step is None or type(step) is int))  # fmt: skip
-
-
 def _install_operators() -> None:
     for name, (fn, prim) in _BINARY.items():
         forward, reflected = _operator(fn, prim)
@@ -222,10 +159,11 @@ def _install_operators() -> None:
     for name, (fn, prim) in _COMPARISONS.items():
         forward, _ = _operator(fn, prim)
         setattr(Array, f"__{name}__", forward)
-    Array.__neg__ = lambda self: _ufuncs.negative(self)
-    Array.__pos__ = lambda self: _ufuncs.positive(self)
-    Array.__abs__ = lambda self: _ufuncs.absolute(self)
-    Array.__invert__ = lambda self: _ufuncs.invert(self)
+    # The functions themselves (fast lanes, and their own traceback boundaries), not a call in between
+    Array.__neg__ = _ufuncs.negative
+    Array.__pos__ = _ufuncs.positive
+    Array.__abs__ = _ufuncs.absolute
+    Array.__invert__ = _ufuncs.invert
     Array.__getitem__ = _getitem
     Array.at = property(_indexing._IndexUpdateHelper, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, .max, .get")
     Array.__array_namespace__ = _array_namespace
@@ -244,8 +182,15 @@ def _property(fn):
     return property(fn, doc=fn.__doc__)
 
 
+def _reversed_axes(self) -> Array:
+    """`x.T`: the axes reversed (a NumPy view for a concrete CPU array)."""
+    if type(self) is Array and self._place.host:
+        return _fastlane.wrap_like(self._value.T, self._weak, self._place)
+    return _shape.transpose(self)
+
+
 def _install_methods() -> None:
-    Array.T = _property(lambda self: _shape.transpose(self))
+    Array.T = _property(_reversed_axes)
     Array.mT = _property(lambda self: _shape.matrix_transpose(self))
     Array.real = _property(lambda self: _ufuncs.real(self))
     Array.imag = _property(lambda self: _ufuncs.imag(self))
@@ -258,29 +203,32 @@ def _install_methods() -> None:
 
     def reshape(self, *shape, order: str = "C") -> Array:
         """This array with a new shape; `x.reshape(2, 3)` and `x.reshape((2, 3))` both work."""
-        if len(shape) == 1 and type(shape[0]) is not int:
-            shape = shape[0]
-        if type(self) is Array and self._place.host and order == "C" and type(shape) is tuple:
-            # Fast lane: a NumPy view (safe: nobody writes to ember's buffers); NumPy's errors fall through.
-            out = None
-            for d in shape:
-                if type(d) is not int:
-                    break
-            else:
-                try:
-                    out = self._value.reshape(shape)
-                except ValueError:
-                    pass
+        if type(self) is Array and order == "C" and self._place.host:
+            # Fast lane: a NumPy view (safe: nobody writes to ember's buffers). NumPy reads the dims as
+            # ember does (operator.index); what it refuses (a traced or float dim) the general path explains.
+            try:
+                out = self._value.reshape(*shape)
+            except Exception:
+                out = None
             if type(out) is _ndarray:
                 result = _new(Array)
                 result._value = out
                 result._weak = self._weak
                 result._place = self._place
                 return result
+        if len(shape) == 1 and type(shape[0]) is not int:
+            shape = shape[0]
         return _shape.reshape(self, shape, order)
 
     def transpose(self, *axes) -> Array:
         """This array with axes permuted (reversed when none are given)."""
+        if type(self) is Array and self._place.host:
+            try:  # Fast lane: NumPy's view; what NumPy refuses (a repeated or traced axis) the general path explains
+                out = self._value.transpose(*axes)
+            except Exception:
+                out = None
+            if type(out) is _ndarray:
+                return _fastlane.wrap_like(out, self._weak, self._place)
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         return _shape.transpose(self, axes or None)
 

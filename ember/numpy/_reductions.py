@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ember import lax
+from ember._traceback import filter_error
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import reduction as rd
@@ -86,8 +87,15 @@ def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = 
         if v.dtype in _SUMS_IN_OWN_DTYPE and v.ndim:
             total = np.add.reduce(v, axis=_ALL_AXES[v.ndim] if v.ndim < 8 else tuple(range(v.ndim)), dtype=v.dtype)
             return _fastlane.wrap_like(np.asarray(total), False, a._place)
-    _no_out("sum", out)
-    return _sum_like("sum", rd.reduce_sum_p, 0, a, axis, dtype, keepdims, initial, where)
+    try:
+        _no_out("sum", out)
+        return _sum_like("sum", rd.reduce_sum_p, 0, a, axis, dtype, keepdims, initial, where)
+    except Exception as err:  # sum is its own traceback boundary, as the lanes are (_fastlane.py)
+        filter_error(err)
+        raise
+
+
+sum.__ember_boundary__ = True
 
 
 _SUMS_IN_OWN_DTYPE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember import lax
+from ember._traceback import filter_error
 from ember.core.array import Array, wrap
 from ember.core.primitives import elementwise as ew
 from ember.core.primitives._rules import broadcast_shapes as _broadcast_shapes
@@ -211,6 +212,24 @@ def broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
     >>> enp.broadcast_to(enp.asarray([1, 2]), (3, 2)).shape
     (3, 2)
     """
+    if type(array) is Array and array._place.host:
+        try:  # Fast lane: NumPy's read-only view, by the same rule; what NumPy refuses the general path explains
+            out = np.broadcast_to(array._value, shape)
+        except Exception:
+            out = None
+        if type(out) is np.ndarray:
+            return wrap(out, array._weak, array._place)
+    try:
+        return _broadcast_to(array, shape)
+    except Exception as err:  # broadcast_to is its own traceback boundary, as the lanes are (_fastlane.py)
+        filter_error(err)
+        raise
+
+
+broadcast_to.__ember_boundary__ = True
+
+
+def _broadcast_to(array: ArrayLike, shape: int | Sequence[int]) -> Array:
     x = asarray(array)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if x.shape == shape:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ember._traceback import filter_error
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
@@ -408,7 +409,9 @@ def logical_not(x: ArrayLike, /) -> Array:
 
 
 _select_kernel = ew.select_n_p.kernel()
+_np_where = np.where
 _BOOL = np.dtype(np.bool_)
+_SMALL = 4096  # below this many elements select_n's kernel is np.where itself (backends/kernels.py)
 
 
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /, *,
@@ -428,9 +431,20 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
         # Fast lane: a bool condition and two cases of one dtype, all of one shape (the common where).
         c, a, b = condition._value, x._value, y._value
         if c.dtype is _BOOL and a.dtype is b.dtype and c.shape == a.shape == b.shape and size is None:
-            out = _select_kernel(c, b, a)
+            out = _np_where(c, a, b) if c.size < _SMALL else _select_kernel(c, b, a)
             if type(out) is np.ndarray and out.dtype is a.dtype:
                 return _fastlane.wrap_like(out, x._weak and y._weak, condition._place)
+    try:
+        return _where(condition, x, y, size, fill_value)
+    except Exception as err:  # where is its own traceback boundary, as the lanes are (_fastlane.py)
+        filter_error(err)
+        raise
+
+
+where.__ember_boundary__ = True
+
+
+def _where(condition, x, y, size, fill_value) -> Array | tuple[Array, ...]:
     if x is None and y is None:
         from ember.numpy._take import nonzero
 

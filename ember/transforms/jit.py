@@ -34,7 +34,7 @@ from ember.config import config
 from ember.core import dtypes, passes
 from ember.core.abstract import ShapedArray
 from ember.core.ad import Zero
-from ember.core.array import Array, from_host, wrap
+from ember.core.array import Array, delete, from_host, wrap
 from ember.core.batching import axis_rules
 from ember.core.ir import Program
 from ember.core import devices as _devices
@@ -282,7 +282,7 @@ class _Entry:
         outs = self.donating(donated).fn(*self.const_buffers, *buffers)
         for i in donated:
             if not leaves[i].is_deleted():  # (an array passed twice)
-                del leaves[i]._value
+                delete(leaves[i])
         return _wrap_outputs(outs, self.out_avals, self.place)
 
     def run(self, leaves: Sequence[Array]) -> list[Array]:
