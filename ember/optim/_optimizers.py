@@ -187,7 +187,8 @@ def adam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 
     """Adam, as ``torch.optim.Adam``.
 
     ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 v + (1 - beta2) g^2``; the step is
-    ``-lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`` (``v``'s running maximum with amsgrad).
+    ``-lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`` (``v``'s running maximum with amsgrad),
+    computed as ``-lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps sqrt(1 - beta2^t))``.
 
     Args:
       learning_rate: the step size (or ``lr=``), a number or a schedule; default 1e-3.
@@ -207,7 +208,7 @@ def adam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 
     >>> params = enp.array([1.0, -2.0])
     >>> updates, state = opt.update(2 * params, opt.init(params), params)
     >>> optim.apply_updates(params, updates).tolist()
-    [0.9000000357627869, -1.899999976158142]
+    [0.8999999761581421, -1.899999976158142]
     """
     fn = "adamw" if decoupled_weight_decay else "adam"
     lr_ = learning_rate_of(fn, learning_rate, lr, 1e-3)
@@ -220,14 +221,18 @@ def adam(learning_rate: Hyper | None = None, betas: tuple[Hyper, Hyper] = (0.9, 
     def update(grads: Updates, state: AdamState, params: Params = None) -> tuple[Updates, AdamState]:
         h = _read(dict(lr=lr_, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay), state.count)
         t = _float(state.count + 1)
-        step_size = h["lr"] / _bias_correction(h["b1"], t)
+        # The bias correction of v moves onto the scalars (Kingma & Ba's "efficient version"): PyTorch's
+        # sqrt(v) / sqrt(bc2) + eps, times sqrt(bc2) above and below, is sqrt(v) + eps sqrt(bc2). One pass
+        # fewer over every parameter (twelve, from thirteen); the same step up to rounding.
         bc2_sqrt = enp.sqrt(_bias_correction(h["b2"], t))
+        step_size = h["lr"] * bc2_sqrt / _bias_correction(h["b1"], t)
+        eps_hat = h["eps"] * bc2_sqrt
 
         def rule(g: Array, p: Any, m: Array, v: Array, vmax: Array | None) -> tuple:
             m, v = _adam_moments(g, m, v, h["b1"], h["b2"])
             if amsgrad:
                 vmax = enp.maximum(vmax, v)
-            denom = enp.sqrt(vmax if amsgrad else v) / bc2_sqrt + h["eps"]
+            denom = enp.sqrt(vmax if amsgrad else v) + eps_hat
             return -step_size * m / denom, m, v, vmax
 
         updates, *moments = _leafwise(fn, rule, grads, params, *state[1:], weight_decay=h["weight_decay"],
