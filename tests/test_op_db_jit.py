@@ -8,7 +8,8 @@
   exception: where `simplify` moves a transpose into a dot_general's dimension numbers or out of its
   result (swapping the operands), the BLAS sees other layouts and sums in another order, so there the
   values may differ to the entry's tolerance (`_rounding`; in practice the gradients of enp.matmul and
-  enp.tensordot, by an ulp). The jitted function is called twice (the second call runs the cached
+  enp.tensordot, by an ulp); likewise where it does a chain of scalings of one array that only reaches a
+  dot_general on the scales (reassociated products: jacfwd's basis in a Hessian). The jitted function is called twice (the second call runs the cached
   code, which must give the same bits) and must leave its inputs unchanged.
   Entries whose result's shape depends on values (`needs_concrete`) may instead raise
   ConcretizationError (and must, for one sample at least); no other entry may;
@@ -115,19 +116,33 @@ def _assert_all_identical(got, want, what: str, rounding=None) -> None:
         _assert_identical(g, w, f"{what}, output {k}", rounding)
 
 
+_SCALINGS = {"mul", "div", "neg", "add", "sub"}  # core/passes.py's _SCALINGS
+
+
 def _rounding(op, fn, args):
     """The rounding that jit's passes may change for `fn` on `args`: simplify moves a transpose into a
     dot_general's dimension numbers, or out of its result by swapping the operands (core/passes.py), and
-    the kernel then calls the BLAS on other layouts, which sum in another order. Only where the traced
-    program holds such a pair, and to the entry's tolerance; None elsewhere."""
+    the kernel then calls the BLAS on other layouts, which sum in another order; it reassociates scalings
+    that only reach a dot_general. Only where the traced program holds such a pair, and to the entry's
+    tolerance; None elsewhere."""
 
     def rounding(dtype):
         eqns = ember.make_ir(fn)(*args).program.eqns
         made_by = {id(v): e.primitive.name for e in eqns for v in e.outvars}
+        producer = {id(v): e for e in eqns for v in e.outvars}
+
+        def scaled_twice(v):  # a scaling step of a scaling step's result
+            e = producer.get(id(v))
+            if e is None or e.primitive.name not in _SCALINGS:
+                return False
+            return any(made_by.get(id(u)) in _SCALINGS for u in e.inputs)
+
         for e in eqns:
             name, sources = e.primitive.name, {made_by.get(id(v)) for v in e.inputs}
             if (name == "dot_general" and "transpose" in sources) or (name == "transpose" and "dot_general" in sources):
                 return op.tolerance(np.dtype(dtype)), "a transpose moved into or out of a dot_general"
+            if name == "dot_general" and any(scaled_twice(v) for v in e.inputs):
+                return op.tolerance(np.dtype(dtype)), "scalings of a dot_general's operand reassociated"
         return None
 
     return rounding

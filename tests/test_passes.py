@@ -625,6 +625,70 @@ def test_matrices_not_known_to_be_diagonal_keep_their_matmul(make):
     assert _prims(_apply(optimize, program, consts, x, _rand(4, 4))[0]).count("dot_general") == 1  # a full factor
 
 
+def _large_outputs(program: Program, shape) -> list[str]:
+    return [e.primitive.name for e in program.eqns if e.outvars[0].aval.shape == shape]
+
+
+def test_scalings_on_the_way_to_a_dot_general_are_done_on_the_scales():
+    # jacfwd's basis pushed through a loss: every step on the (6, 5) array scales its columns
+    def f(b, d, e, x):
+        a = b * d
+        t = -(a * e) + a / e
+        return lax.dot_general(t * d, x, (((1,), (0,)), ((), ())))
+
+    b, d, e, x = _rand(6, 5), _rand(5), _rand(5) + 3, _rand(5, 4)
+    program, consts = _ir(f, b, d, e, x)
+    new, _ = _apply(optimize, program, consts, b, d, e, x)
+    assert _large_outputs(new, (6, 5)) == ["mul"]
+    scale = (-(d * e) + d / e) * d
+    np.testing.assert_allclose(_run(new, [], b, d, e, x)[0], (b * scale) @ x, rtol=1e-5, atol=1e-6)
+
+
+def test_scalings_whose_values_are_seen_keep_their_steps():
+    # an output, or a use other than a contraction, sees each step's rounding: nothing is reassociated
+    def f(b, d, e, x):
+        t = (b * d) * e
+        return lax.dot_general(t, x, (((1,), (0,)), ((), ()))), t
+
+    def g(b, d, e, x):
+        return lax.dot_general(enp.exp((b * d) * e), x, (((1,), (0,)), ((), ())))
+
+    args = _rand(6, 5), _rand(5), _rand(5), _rand(5, 4)
+    for fun in (f, g):
+        program, consts = _ir(fun, *args)
+        new, _ = _apply(optimize, program, consts, *args)
+        assert _large_outputs(new, (6, 5)).count("mul") == 2
+
+
+def test_hessian_of_a_logistic_loss_is_two_products():
+    # X^T diag(s) X: the forward product, the basis scaled once, one matmul
+    x, y, w = _rand(40, 30), (RNG.random(40) < 0.5).astype(np.float32), _rand(30) / 6
+    ex, ey = enp.asarray(x), enp.asarray(y)
+    hess = ember.hessian(lambda w: enp.mean(enp.logaddexp(0.0, ex @ w) - ey * (ex @ w)))
+    program, consts = _ir(hess, w)
+    new, new_consts = _apply(optimize, program, consts, w)
+    assert _prims(new).count("dot_general") == 2
+    assert sum(e.outvars[0].aval.size >= 30 * 40 for e in new.eqns if e.primitive.name != "dot_general") == 1
+    p = 1 / (1 + np.exp(-(x @ w)))
+    want = x.T @ (x * (p * (1 - p))[:, None]) / 40
+    np.testing.assert_allclose(_run(new, new_consts, w)[0], want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ember.jit(hess)(w)), want, rtol=1e-4, atol=1e-6)
+
+
+def test_hessian_of_a_vector_function_multiplies_instead_of_a_matmul_over_the_basis():
+    # jacrev's identity times a batch of jacfwd tangents, contracted: tanh''(z_i) W_i W_i^T per output i
+    w, b, x = _rand(4, 7) / 3, _rand(4) / 10, _rand(7)
+    ew, eb = enp.asarray(w), enp.asarray(b)
+    hess = ember.hessian(lambda x: enp.tanh(ew @ x + eb))
+    program, consts = _ir(hess, x)
+    new, new_consts = _apply(optimize, program, consts, x)
+    assert _prims(new).count("dot_general") == 1  # the forward product only
+    t = np.tanh(w @ x + b)
+    want = (-2 * t * (1 - t * t))[:, None, None] * w[:, :, None] * w[:, None, :]
+    np.testing.assert_allclose(_run(new, new_consts, x)[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ember.jit(hess)(x)), want, rtol=1e-5, atol=1e-6)
+
+
 # --- optimize, and jit end to end ---------------------------------------------------------------------
 
 

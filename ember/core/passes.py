@@ -262,6 +262,7 @@ class _Simplifier:
         # equations keep counting, so these are upper bounds: rules that need "used once" are safe.
         self.uses = Counter(v for eqn in program.eqns for v in eqn.inputs if type(v) is Var)
         self.uses.update(v for v in program.outvars if type(v) is Var)
+        self.contracted = _contracted_scalings(program)
 
     def producer_of(self, v: Atom, *primitives: Primitive) -> Eqn | None:
         eqn = self.producer.get(v) if type(v) is Var else None
@@ -448,9 +449,93 @@ def _identity_element(unit: int, exact: Callable[[Any], bool], commutative: bool
     return rule
 
 
-def _neg(s: _Simplifier, eqn: Eqn) -> Atom | None:
+def _neg(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
     inner = s.producer_of(eqn.inputs[0], neg_p)
-    return None if inner is None else inner.inputs[0]
+    return _rescaled(s, eqn) if inner is None else inner.inputs[0]
+
+
+_SCALINGS = frozenset([mul_p, div_p, neg_p, add_p, sub_p])
+
+
+def _contracted_scalings(program: Program) -> set[Var]:
+    """The outputs of elementwise scaling steps (`_SCALINGS`) that only ever reach a dot_general's
+    operand, through other such steps: their rounding shows only through a contraction."""
+    users: dict[Var, list[Eqn]] = {}
+    for eqn in program.eqns:
+        for v in eqn.inputs:
+            if type(v) is Var:
+                users.setdefault(v, []).append(eqn)
+    escaping = {v for v in program.outvars if type(v) is Var}
+    contracted: set[Var] = set()
+    for eqn in reversed(program.eqns):
+        if eqn.primitive not in _SCALINGS:
+            continue
+        v = eqn.outvars[0]
+        if v not in escaping and all(
+            u.primitive is dot_general_p or (u.primitive in _SCALINGS and u.outvars[0] in contracted)
+            for u in users.get(v, ())
+        ):
+            contracted.add(v)
+    return contracted
+
+
+def _scaling(s: _Simplifier, v: Atom) -> tuple[Atom, Atom] | None:
+    """``(b, d)`` when `v` is ``b * d`` with b of v's abstract value and d a smaller array that
+    broadcasts over it (a scalar, a row, a column: one scale per slice of b), else None."""
+    eqn = s.producer_of(v, mul_p)
+    if eqn is None:
+        return None
+    for b, d in (eqn.inputs, eqn.inputs[::-1]):
+        if b.aval == v.aval and d.aval.size < v.aval.size:
+            return b, d
+    return None
+
+
+def _rescaled(s: _Simplifier, eqn: Eqn) -> Eqn | None:
+    """A chain of elementwise steps on one large array ``b`` that each scale it by a small one, as
+    ``b * d`` with the steps done on the small scales: ``-(b*d)``, ``(b*d) * e``, ``(b*d) / e`` and
+    ``b*d + b*e`` (or minus) become ``b * (-d)``, ``b * (d*e)``, ``b * (d/e)``, ``b * (d+e)``. Each
+    large step becomes one large multiplication, never more, and a chain of them collapses into one
+    (jacfwd's basis pushed through a loss: the Hessian's ``X.T * s`` with s computed on vectors).
+    Floating types only, and only for values that reach nothing but a dot_general (through such
+    steps): the products are reassociated, so the contraction's result may round differently, as it
+    may when the BLAS sums in another order; every other value keeps eager's bits."""
+    out = eqn.outvars[0].aval
+    if not (dtypes.is_floating(out.dtype) or dtypes.is_complex(out.dtype)) or eqn.outvars[0] not in s.contracted:
+        return None
+    if eqn.primitive is neg_p:
+        pair = _scaling(s, eqn.inputs[0])
+        return None if pair is None else Eqn(mul_p, [pair[0], s.emit(neg_p, [pair[1]])], {}, eqn.outvars)
+    x, y = eqn.inputs
+    if eqn.primitive in (mul_p, div_p):
+        pair, e = _scaling(s, x), y
+        if pair is None and eqn.primitive is mul_p:
+            pair, e = _scaling(s, y), x
+        if pair is None or pair[0].aval != out or not _smaller(out, pair[1], e):
+            return None
+        return Eqn(mul_p, [pair[0], s.emit(eqn.primitive, [pair[1], e])], {}, eqn.outvars)
+    px, py = _scaling(s, x), _scaling(s, y)
+    if px is None or py is None or px[0] is not py[0] or px[0].aval != out or not _smaller(out, px[1], py[1]):
+        return None
+    return Eqn(mul_p, [px[0], s.emit(eqn.primitive, [px[1], py[1]])], {}, eqn.outvars)
+
+
+def _smaller(out: Any, *scales: Atom) -> bool:
+    """Whether the scales combined (broadcast together) are smaller than `out`: one scale per slice."""
+    return math.prod(np.broadcast_shapes(*(v.aval.shape for v in scales))) < out.size
+
+
+def _first(*rules: Callable[[_Simplifier, Eqn], Atom | Eqn | None]):
+    """The rule that tries `rules` in order and gives the first rewrite one makes."""
+
+    def rule(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
+        for r in rules:
+            result = r(s, eqn)
+            if result is not None:
+                return result
+        return None
+
+    return rule
 
 
 def _convert(s: _Simplifier, eqn: Eqn) -> Atom | None:
@@ -525,6 +610,8 @@ def _dot_general(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.inputs
     scaled = _diagonal_product(s, eqn)
+    if scaled is None:
+        scaled = _stacked_diagonal_product(s, eqn)
     if scaled is not None:
         return scaled
     for side, operand in enumerate(eqn.inputs):
@@ -573,11 +660,42 @@ def _diagonal_product(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
     return None
 
 
+def _stacked_diagonal_product(s: _Simplifier, eqn: Eqn) -> Atom | Eqn | None:
+    """A product with a stack of diagonal matrices ``lhs[..., i, k] = I[i, k] * q[..., 0, k]`` (the
+    identity broadcast against q, which has a single row: jacrev's basis meeting a batch of jacfwd
+    tangents), contracting i or k with rhs's axis c: ``out[..., i, R] = q[..., 0, i] * rhs[i, R]``,
+    one multiplication per output instead of a matmul over the basis (the Hessian of ``tanh(W x)``:
+    ``tanh''(z_i) W_i W_i^T``). Values as `_diagonal_product` says."""
+    (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.inputs
+    out = eqn.outvars[0].aval
+    nd = lhs.aval.ndim
+    if lb or len(lc) != 1 or nd < 3 or lc[0] < nd - 2 or lhs.aval.shape[-2] != lhs.aval.shape[-1] or out.weak_type:
+        return None
+    n = lhs.aval.shape[-1]
+    if not (lhs.aval.dtype == rhs.aval.dtype == out.dtype):
+        return None
+    mul = s.producer_of(lhs, mul_p)
+    if mul is None:
+        return None
+    for eye, q in (mul.inputs, mul.inputs[::-1]):
+        if eye.aval.shape == (n, n) and s.diagonal(eye) == [] and q.aval.shape == (*lhs.aval.shape[:-2], 1, n):
+            break
+    else:
+        return None
+    rest = [a for a in range(rhs.aval.ndim) if a != rc[0]]
+    if rest != list(range(1, rhs.aval.ndim)):
+        rhs = s.emit(transpose_p, [rhs], permutation=(rc[0], *rest))
+    column = (*lhs.aval.shape[:-2], n, *(1,) * len(rest))
+    q = s.emit(reshape_p, [q], new_sizes=column, dimensions=None)
+    return Eqn(mul_p, [q, rhs], {}, eqn.outvars)
+
+
 _RULES: dict[Primitive, Callable[[_Simplifier, Eqn], Atom | Eqn | None]] = {
-    mul_p: _identity_element(1, _any_one, commutative=True),
-    div_p: _identity_element(1, _any_one, commutative=False),
-    add_p: _identity_element(0, _negative_zero, commutative=True),
-    sub_p: _identity_element(0, _positive_zero, commutative=False),
+    mul_p: _first(_identity_element(1, _any_one, commutative=True), _rescaled),
+    div_p: _first(_identity_element(1, _any_one, commutative=False), _rescaled),
+    add_p: _first(_identity_element(0, _negative_zero, commutative=True), _rescaled),
+    sub_p: _first(_identity_element(0, _positive_zero, commutative=False), _rescaled),
     neg_p: _neg,
     convert_element_type_p: _convert,
     transpose_p: _transpose,
