@@ -13,6 +13,7 @@ import pytest
 import ember
 import ember.numpy as enp
 from ember.core.array import wrap
+from ember.core.primitives import elementwise as ew
 from ember.core.primitives import indexing as ix
 from ember.numpy import _contract, _indexing, _reductions, _shape, _ufuncs
 
@@ -49,6 +50,8 @@ def _agree(fast, slow, *args):
         _same(got, want)
 
 
+# Python scalars: in and out of each dtype's range (int8's 300, uint8's -1), and kinds that promote
+SCALARS = (2.5, -3, 127, 300, -1, 2**31, 2**63, True, 1j, float("nan"))
 BINARY = ["add", "subtract", "multiply", "true_divide", "equal", "less", "greater_equal", "maximum", "bitwise_and"]
 OPERATORS = {"__add__": "add", "__sub__": "subtract", "__mul__": "multiply", "__truediv__": "true_divide",
              "__eq__": "equal", "__lt__": "less", "__ge__": "greater_equal", "__and__": "bitwise_and"}  # fmt: skip
@@ -62,10 +65,13 @@ def test_binary_lanes_and_operators_agree_with_the_general_path(dtype, weak):
         for name in BINARY:
             fn = getattr(_ufuncs, name)
             _agree(fn, getattr(fn, "__wrapped__", fn), a, b)
+            for scalar in SCALARS:
+                _agree(fn, getattr(fn, "__wrapped__", fn), a, scalar)
+                _agree(fn, getattr(fn, "__wrapped__", fn), scalar, a)
         for op, name in OPERATORS.items():
             slow = getattr(_ufuncs, name).__wrapped__
             _agree(getattr(ember.Array, op), slow, a, b)
-            for scalar in (2.5, -3, 2**31, True, 1j):  # Python scalars, both sides
+            for scalar in SCALARS:  # both sides
                 _agree(getattr(ember.Array, op), lambda x, s: slow(x, s), a, scalar)
                 if hasattr(ember.Array, op.replace("__", "__r", 1)):
                     _agree(getattr(ember.Array, op.replace("__", "__r", 1)), lambda x, s: slow(s, x), a, scalar)
@@ -80,14 +86,24 @@ def test_unary_lanes_agree_with_the_general_path(dtype):
             _agree(fn, fn.__wrapped__, x)
         _agree(ember.Array.__neg__, _ufuncs.negative.__wrapped__, x)
         _agree(_ufuncs.where, lambda c, a, b: _ufuncs._where(c, a, b, None, None), x > 0, x, -x) if dtype != "bool" else None
-        _agree(_reductions.sum, lambda v: _reductions.sum(v, keepdims=False, axis=tuple(range(v.ndim))), x)
+        for weak in (False, True):
+            v = _arrays(dtype, shape, weak)
+            every_axis = tuple(range(v.ndim))
+            _agree(_reductions.sum, lambda v: _reductions.sum(v, keepdims=False, axis=every_axis), v)
+            _agree(_reductions.max, lambda v: _reductions.max(v, keepdims=False, axis=every_axis), v)
+            _agree(_reductions.min, lambda v: _reductions.min(v, keepdims=False, axis=every_axis), v)
+            for exponent in (0, 1, 2, 3, -1, -2, 7):  # x ** int binds integer_pow (the lane runs its kernel)
+                if dtype != "bool" and (exponent >= 0 or dtype.startswith(("float", "complex", "bfloat"))):
+                    _agree(_ufuncs.power, lambda v, n: ew.integer_pow_p.bind(v, y=n), v, exponent)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "complex64"])
 def test_views_agree_with_the_general_path(dtype):
     x = _arrays(dtype, (2, 3, 4))
     for index in (1, -1, 5, slice(1, None), slice(None, None, -2), (0, slice(1, 3)), (Ellipsis, None, 2), (),
-                  (slice(0, 1), None, 1, Ellipsis), (7, 0), enp.asarray(1), slice(enp.asarray(1), None)):  # fmt: skip
+                  (slice(0, 1), None, 1, Ellipsis), (7, 0), enp.asarray(1), slice(enp.asarray(1), None),
+                  enp.asarray([0, -1, 1]), enp.asarray([[1], [0]], "uint8"), enp.asarray([0, 2]), enp.asarray([-3, 5]),
+                  enp.asarray(-2), enp.asarray([], "int32"), enp.asarray([True, False])):  # fmt: skip
         _agree(ember.Array.__getitem__, _indexing.getitem, x, index)
     for shape in ((6, 4), (-1,), (4, -1, 2), (5, 5), (24,), ((3, 8),), ([2, 12],), (2.0, 12), (-2, -12)):
         _agree(lambda v, s: v.reshape(*s), lambda v, s: _shape.reshape(v, s[0] if len(s) == 1 else s), x, shape)

@@ -23,7 +23,7 @@ from ember._traceback import filter_error
 from ember.config import config
 from ember.core.array import Array
 
-__all__ = ["basic_index", "binary", "index_update", "matmul_operator", "operator", "unary", "wrap_like"]
+__all__ = ["Narrowed", "basic_index", "binary", "index_update", "matmul_operator", "operator", "unary", "wrap_like"]
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -136,6 +136,16 @@ def unary(prim: Any, slow: Callable[[Any], Array], exclude: tuple = ()) -> Calla
     return _named_like(fn, slow)
 
 
+class Narrowed:
+    """Primitive `prim` as a lane sees it, taking only the operand dtypes that `keep` admits (`x - y`
+    refuses bool, the `/` lane takes only inexact dtypes: integers promote to float first)."""
+
+    def __init__(self, prim: Any, keep: Callable[[np.dtype], bool]):
+        self._fast = {d: r for d, r in prim._fast.items() if keep(d)}
+        self.keeps_weak = prim.keeps_weak
+        self.kernel = prim.kernel
+
+
 def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) -> Callable[[Any, Any], Array]:
     """`slow` (an ember.numpy function of two arrays) with the fast lane of elementwise `prim` in front:
     two arrays of one dtype on one place, which NumPy broadcasts as ember does. (A buffer that is not an
@@ -143,6 +153,21 @@ def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) ->
     kernel = prim.kernel()
     table = {d: r for d, r in prim._fast.items() if d not in exclude}
     keeps_weak = prim.keeps_weak
+    if type(kernel) is _ufunc:  # the operators' lanes, which also take Python scalars on either side
+        forward, reflected = operator(Narrowed(prim, lambda d: d not in exclude), slow, lambda x2, x1: slow(x1, x2))
+
+        def fn(x1, x2, /):
+            if type(x1) is Array:
+                return forward(x1, x2)
+            if type(x2) is Array:
+                return reflected(x2, x1)
+            try:
+                return slow(x1, x2)
+            except Exception as err:
+                filter_error(err)
+                raise
+
+        return _named_like(fn, slow)
 
     def fn(x1, x2, /):
         if type(x1) is Array and type(x2) is Array and on:
@@ -182,15 +207,30 @@ def _same_dtype_results(kernel: Any, table: dict) -> dict:
     return trusted
 
 
+def _scalar_rules(table: dict) -> dict:
+    """For each operand dtype of `table`, the Python scalars that meet it as JAX's weak types do, which is
+    NumPy 2's rule too (NEP 50) for these: (lowest int, highest int, whether floats may come). An int
+    array takes the ints its dtype holds; a float or complex one also takes floats (and ints of int32's
+    range; further out NumPy may refuse to convert)."""
+    rules = {}
+    for dtype in table:
+        if dtype in _FLOAT_BUFFERS:
+            rules[dtype] = (-(2**31), 2**31 - 1, True)
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            rules[dtype] = (int(info.min), int(info.max), False)
+    return rules
+
+
 def operator(prim: Any, slow: Callable, slow_reflected: Callable, kernel: Any = None) -> tuple[Callable, Callable]:
     """`Array.__OP__` and `__rOP__` of elementwise `prim`: fast lanes for two arrays of one dtype on one
-    place, and for an array of a float dtype with a Python float or small int (weakly typed: the
-    array's dtype wins, as in NumPy 2). `slow(self, other)` and `slow_reflected(self, other)` do
-    everything else. `kernel` (default the primitive's) must be a NumPy ufunc for the lanes to open."""
+    place, and for an array with a Python scalar its dtype takes as it is (`_scalar_rules`: weakly
+    typed, the array's dtype wins). `slow(self, other)` and `slow_reflected(self, other)` do everything
+    else. `kernel` (default the primitive's) must be a NumPy ufunc for the lanes to open."""
     kernel = kernel or prim.kernel()
     table = _same_dtype_results(kernel, prim._fast) if type(kernel) is _ufunc else {}
     keeps_weak = prim.keeps_weak
-    scalars = frozenset(table) & _FLOAT_BUFFERS
+    scalars = _scalar_rules(table)
 
     def forward(self, other):
         if type(self) is Array and on:
@@ -212,14 +252,16 @@ def operator(prim: Any, slow: Callable, slow_reflected: Callable, kernel: Any = 
                             result._weak = keeps_weak and self._weak and other._weak
                             result._place = place
                             return result
-                elif (kind is float or (kind is int and -2147483648 <= other < 2147483648)) and dtype in scalars:
-                    out = kernel(x, other)
-                    if type(out) is _ndarray:
-                        result = _new(Array)
-                        result._value = out
-                        result._weak = keeps_weak and self._weak
-                        result._place = place
-                        return result
+                elif kind is float or kind is int:
+                    rule = scalars.get(dtype)
+                    if rule is not None and (rule[2] if kind is float else rule[0] <= other <= rule[1]):
+                        out = kernel(x, other)
+                        if type(out) is _ndarray:
+                            result = _new(Array)
+                            result._value = out
+                            result._weak = keeps_weak and self._weak
+                            result._place = place
+                            return result
         try:
             return slow(self, other)
         except Exception as err:  # this frame is the outermost of ember's: it filters (ember/_traceback.py)
@@ -228,17 +270,19 @@ def operator(prim: Any, slow: Callable, slow_reflected: Callable, kernel: Any = 
 
     def reflected(self, other):
         if type(self) is Array and on:
-            x = self._value
             kind = type(other)
-            if ((kind is float or (kind is int and -2147483648 <= other < 2147483648)) and x.dtype in scalars
-                    and self._place.host):
-                out = kernel(other, x)
-                if type(out) is _ndarray:
-                    result = _new(Array)
-                    result._value = out
-                    result._weak = keeps_weak and self._weak
-                    result._place = self._place
-                    return result
+            if kind is float or kind is int:
+                x = self._value
+                rule = scalars.get(x.dtype)
+                if (rule is not None and (rule[2] if kind is float else rule[0] <= other <= rule[1])
+                        and self._place.host):
+                    out = kernel(other, x)
+                    if type(out) is _ndarray:
+                        result = _new(Array)
+                        result._value = out
+                        result._weak = keeps_weak and self._weak
+                        result._place = self._place
+                        return result
         try:
             return slow_reflected(self, other)
         except Exception as err:

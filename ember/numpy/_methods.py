@@ -26,29 +26,12 @@ _new = object.__new__
 _ndarray = np.ndarray
 
 
-class _Restricted:
-    """A view of a primitive whose fast lane admits fewer dtypes than the primitive
-    (`x - y` rejects bool, `x / y` of integers promotes to float first)."""
-
-    def __init__(self, prim, keep):
-        self._prim = prim
-        self._fast = {d: r for d, r in prim._fast.items() if keep(d)}
-        self.keeps_weak = prim.keeps_weak
-
-    @property
-    def _kernel(self):
-        return self._prim._kernel
-
-    def kernel(self):
-        return self._prim.kernel()
-
-
 def _numeric_only(prim):
-    return _Restricted(prim, lambda d: d != dtypes.bool_)
+    return _fastlane.Narrowed(prim, lambda d: d != dtypes.bool_)
 
 
 def _inexact_only(prim):
-    return _Restricted(prim, dtypes.is_inexact)
+    return _fastlane.Narrowed(prim, dtypes.is_inexact)
 
 
 def _operator(fn, prim=None):
@@ -119,7 +102,16 @@ def _getitem(self, index):
     # the general path, which explains.
     if type(self) is Array and self._place.host:  # (no NaN to make: the lane is on under debug_nans too)
         kind = type(index)
-        if kind is slice or kind is int or (kind is tuple and _fastlane.basic_index(index)):
+        if kind is Array and index._place is self._place and index._value.dtype.kind in "iu":
+            # Fast lane: one integer array on the first axis, all in bounds (NumPy raises for others, which
+            # the general path clamps): NumPy's take, which reads negative indices as ember does.
+            try:
+                out = self._value[index._value]
+            except Exception:
+                out = None
+            if out is not None:  # (a 0-d index reads one element: a NumPy scalar)
+                return _fastlane.wrap_like(out if type(out) is _ndarray else np.asarray(out), self._weak, self._place)
+        elif kind is slice or kind is int or (kind is tuple and _fastlane.basic_index(index)):
             try:
                 out = self._value[index]
             except Exception:

@@ -85,7 +85,7 @@ def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = 
         # add.reduce behind a Python wrapper: the same call, so the same bits).
         v = a._value
         if v.dtype in _SUMS_IN_OWN_DTYPE and v.ndim:
-            total = np.add.reduce(v, axis=_ALL_AXES[v.ndim] if v.ndim < 8 else tuple(range(v.ndim)), dtype=v.dtype)
+            total = _add_reduce(v, _ALL_AXES[v.ndim] if v.ndim < 8 else tuple(range(v.ndim)), v.dtype)  # (positional: cheaper)
             return _fastlane.wrap_like(np.asarray(total), False, a._place)
     try:
         _no_out("sum", out)
@@ -98,6 +98,7 @@ def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = 
 sum.__ember_boundary__ = True
 
 
+_add_reduce = np.add.reduce
 _SUMS_IN_OWN_DTYPE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _ALL_AXES = [tuple(range(n)) for n in range(8)]
 
@@ -148,8 +149,16 @@ def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initi
     >>> max(enp.asarray([1.0, 3.0, 2.0]))
     Array(3., dtype=float32)
     """
-    _no_out("max", out)
-    return _extremum("max", rd.reduce_max_p, a, axis, keepdims, initial, where)
+    if axis is None and out is None and not keepdims and initial is None and where is None:
+        whole = _whole_extremum(_MAX_KERNEL, a)
+        if whole is not None:
+            return whole
+    try:
+        _no_out("max", out)
+        return _extremum("max", rd.reduce_max_p, a, axis, keepdims, initial, where)
+    except Exception as err:  # max is its own traceback boundary, as the lanes are (_fastlane.py)
+        filter_error(err)
+        raise
 
 
 def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
@@ -158,11 +167,34 @@ def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initi
     >>> min(enp.asarray([1.0, 3.0, 2.0]))
     Array(1., dtype=float32)
     """
-    _no_out("min", out)
-    return _extremum("min", rd.reduce_min_p, a, axis, keepdims, initial, where)
+    if axis is None and out is None and not keepdims and initial is None and where is None:
+        whole = _whole_extremum(_MIN_KERNEL, a)
+        if whole is not None:
+            return whole
+    try:
+        _no_out("min", out)
+        return _extremum("min", rd.reduce_min_p, a, axis, keepdims, initial, where)
+    except Exception as err:
+        filter_error(err)
+        raise
 
 
+max.__ember_boundary__ = min.__ember_boundary__ = True
 amax, amin = max, min
+_MAX_KERNEL, _MIN_KERNEL = rd.reduce_max_p.kernel(), rd.reduce_min_p.kernel()
+_ORDERED = frozenset(np.dtype(t) for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                                           "uint8", "uint16", "uint32", "uint64"))  # fmt: skip
+
+
+def _whole_extremum(kernel, a) -> Array | None:
+    """Fast lane: the max or min of a whole non-empty concrete CPU array, by the primitive's own kernel
+    (so the same bits); the result is strong, as the general path's. None: take the general path."""
+    if type(a) is Array and _fastlane.on and a._place.host:
+        v = a._value
+        if v.size and v.dtype in _ORDERED and v.ndim < 8:
+            out = kernel(v, axes=_ALL_AXES[v.ndim])
+            return _fastlane.wrap_like(out if type(out) is np.ndarray else np.asarray(out), False, a._place)
+    return None
 
 
 def _logical_reduce(op: str, prim, a, axis, keepdims, where_) -> Array:
