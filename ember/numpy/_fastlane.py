@@ -56,10 +56,10 @@ _BASIC_ITEM = frozenset((int, slice, type(None), type(Ellipsis)))
 
 
 def basic_index(index: Any) -> bool:
-    """Whether `index` is NumPy's basic indexing (an int, a slice, or a tuple of ints, slices, None and
-    Ellipsis), which makes a view; NumPy reads slice bounds with operator.index, as ember does."""
+    """Whether `index` is NumPy's basic indexing (an int, a slice, None, Ellipsis, or a tuple of them),
+    which makes a view; NumPy reads slice bounds with operator.index, as ember does."""
     kind = type(index)
-    if kind is int or kind is slice:
+    if kind in _BASIC_ITEM:
         return True
     if kind is tuple:
         for item in index:

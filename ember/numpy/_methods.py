@@ -111,7 +111,7 @@ def _getitem(self, index):
                 out = None
             if out is not None:  # (a 0-d index reads one element: a NumPy scalar)
                 return _fastlane.wrap_like(out if type(out) is _ndarray else np.asarray(out), self._weak, self._place)
-        elif kind is slice or kind is int or (kind is tuple and _fastlane.basic_index(index)):
+        elif kind is slice or kind is int or _fastlane.basic_index(index):
             try:
                 out = self._value[index]
             except Exception:
