@@ -109,7 +109,7 @@ def wrap_namespace(namespace: Any) -> None:
     for name, value in list(names.items()):
         if (not name.startswith("_") and type(value) is types.FunctionType and "._" in value.__module__
                 and getattr(value, "__ember_boundary__", False)):  # fmt: skip
-            # A function that filters its own errors (the eager fast lanes, ember/numpy/_fastlane.py): named
+            # A function that filters its own errors (the eager fast lanes, ember/lax/_fastlane.py): named
             # where users find it, as a boundary is, so that pickle finds it there.
             value.__module__ = namespace.__name__
             value.__qualname__ = value.__name__ if names.get(value.__name__) is value else name

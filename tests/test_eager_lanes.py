@@ -1,4 +1,4 @@
-"""The eager fast lanes (ember/numpy/_fastlane.py and the lanes of operators and methods) against the
+"""The eager fast lanes (ember/lax/_fastlane.py and the lanes of operators and methods) against the
 general path they short-cut: for every operand they accept, the same bits, dtype, weak type and place as
 binding the primitive; for everything else, the general path's result or error. The general path itself
 is checked against NumPy by the op database."""
@@ -68,6 +68,12 @@ def test_binary_lanes_and_operators_agree_with_the_general_path(dtype, weak):
             for scalar in SCALARS:
                 _agree(fn, getattr(fn, "__wrapped__", fn), a, scalar)
                 _agree(fn, getattr(fn, "__wrapped__", fn), scalar, a)
+        for name in ("add", "sub", "mul", "div", "max", "atan2", "eq", "lt", "bitwise_and", "pow"):  # ember.lax's
+            fn = getattr(ember.lax, name)
+            _agree(fn, getattr(fn, "__wrapped__", fn), a, b)
+            for scalar in SCALARS:
+                _agree(fn, getattr(fn, "__wrapped__", fn), a, scalar)
+                _agree(fn, getattr(fn, "__wrapped__", fn), scalar, a)
         for op, name in OPERATORS.items():
             slow = getattr(_ufuncs, name).__wrapped__
             _agree(getattr(ember.Array, op), slow, a, b)
@@ -84,6 +90,9 @@ def test_unary_lanes_agree_with_the_general_path(dtype):
         for name in ("negative", "absolute", "sin", "exp", "sqrt", "tanh", "invert"):
             fn = getattr(_ufuncs, name)
             _agree(fn, fn.__wrapped__, x)
+        for name in ("neg", "sin", "exp", "abs", "sqrt", "logistic", "erf", "bitwise_not", "is_finite"):  # ember.lax's
+            fn = getattr(ember.lax, name)
+            _agree(fn, getattr(fn, "__wrapped__", fn), x)
         _agree(ember.Array.__neg__, _ufuncs.negative.__wrapped__, x)
         _agree(_ufuncs.where, lambda c, a, b: _ufuncs._where(c, a, b, None, None), x > 0, x, -x) if dtype != "bool" else None
         for weak in (False, True):
@@ -148,8 +157,8 @@ def test_lanes_step_aside_under_debug_nans():
 
 
 def test_lane_functions_are_named_and_pickle_where_users_find_them():
-    for fn in (enp.sin, enp.add, enp.negative, enp.less, enp.where, enp.sum, enp.broadcast_to):
-        assert fn.__module__ == "ember.numpy" and pickle.loads(pickle.dumps(fn)) is fn
+    for fn in (enp.sin, enp.add, enp.negative, enp.less, enp.where, enp.sum, enp.max, enp.broadcast_to, ember.lax.add):
+        assert fn.__module__ in ("ember.numpy", "ember.lax") and pickle.loads(pickle.dumps(fn)) is fn
 
 
 def test_a_donated_array_raises_on_every_use():

@@ -11,6 +11,7 @@ from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.core.primitives import special as sp
 from ember.core.pytree import tree_map
+from ember.lax import _fastlane
 from ember.lax._convert import convert, operands
 
 ArrayLike = Array | float | int | bool | complex
@@ -179,7 +180,9 @@ def _make(name: str, prim, summary: str, example: str, nin: int) -> Callable[...
         f"Operands must share a dtype (Python scalars adopt it); shapes broadcast.\n\n"
         f">>> import ember.numpy as enp, ember.lax as lax\n>>> lax.{name}({args})\n{_OUTPUTS[name]}\n"
     )
-    return fn
+    if not hasattr(prim, "_fast"):  # (not an Elementwise primitive: no lane)
+        return fn
+    return _fastlane.unary(prim, fn) if nin == 1 else _fastlane.binary(prim, fn)
 
 
 def _build() -> dict[str, Callable[..., Array]]:

@@ -20,7 +20,7 @@ from ember.core.primitives import indexing as ix
 from ember.core.transfer import _put
 from ember.errors import ConcretizationError, DTypeError, EmberIndexError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy import _fastlane
+from ember.lax import _fastlane
 from ember.numpy._core import full_for
 
 

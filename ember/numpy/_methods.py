@@ -16,7 +16,8 @@ from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import InvalidArgumentError, ShapeError
-from ember.numpy import _array_api, _contract, _creation, _fastlane, _indexing, _ndarray_extras, _reductions, _rounding
+from ember.lax import _fastlane
+from ember.numpy import _array_api, _contract, _creation, _indexing, _ndarray_extras, _reductions, _rounding
 from ember.numpy import _shape
 from ember.numpy import _sorting, _take, _ufuncs
 from ember.numpy._core import check_device, on_device

@@ -25,7 +25,7 @@ from ember.core.primitives import reduction as rd
 from ember.core.primitives._rules import broadcast_shapes
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
 from ember.lax._convert import convert
-from ember.numpy import _fastlane
+from ember.lax import _fastlane
 from ember.numpy._core import ArrayLike, asarray, canonical_axes, dtype_arg
 from ember.numpy._shape import broadcast_to, expand_dims
 from ember.numpy._ufuncs import isnan, logical_not, where

@@ -18,7 +18,7 @@ from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError
 from ember.lax._convert import convert
-from ember.numpy import _fastlane
+from ember.lax import _fastlane
 from ember.numpy._core import ArrayLike, full_for, promote_args, promote_inexact
 
 

@@ -1,10 +1,11 @@
-"""Eager fast lanes: the commonest eager call, one concrete uncommitted CPU array of a dtype the
-primitive takes as it is (or two of one dtype), goes straight to the kernel and wraps its result.
+"""Eager fast lanes, of ember.lax's elementwise functions and of ember.numpy's: the commonest eager
+call, one concrete uncommitted CPU array of a dtype the primitive takes as it is (or two of one dtype,
+or one and a Python scalar), goes straight to the kernel and wraps its result.
 
 `a + b` or `enp.sin(a)` on a small array is dominated by Python: promotion, `bind`, the eager cache,
 wrapping. A fast lane does what the checked path would do in that case, in a few attribute reads;
 anything unusual (another dtype, a tracer, a committed array, a kernel result of another type) falls
-through to the ember.numpy function, which decides. The lanes are off while ``debug_nans`` is on: its
+through to the checked function, which decides. The lanes are off while ``debug_nans`` is on: its
 check lives in `Primitive.bind`.
 
 A lane's function is also its own traceback boundary (ember/_traceback.py): the slow call sits in a
