@@ -94,8 +94,14 @@ class Primitive:
     def eager(self, args: Sequence[Array], params: dict[str, Any]):
         """Check shapes, dtypes and devices, run the kernel on concrete values, wrap the result."""
         out_aval, place, kernel, moves = self._checked(args, params)
-        values = [x._value for x in args] if moves is None else [m(x._value) for m, x in zip(moves, args)]
-        out = kernel(*values, **params)
+        if moves is not None:
+            out = kernel(*[m(x._value) for m, x in zip(moves, args)], **params)
+        elif len(args) == 1:  # (the commonest arities without building a list: eager dispatch is hot)
+            out = kernel(args[0]._value, **params)
+        elif len(args) == 2:
+            out = kernel(args[0]._value, args[1]._value, **params)
+        else:
+            out = kernel(*[x._value for x in args], **params)
         if self.multiple_results:
             return [_wrap_checked(o, a, place) for o, a in zip(out, out_aval, strict=True)]
         return _wrap_checked(out, out_aval, place)
@@ -107,8 +113,13 @@ class Primitive:
         # call skips the rule's Python and the device checks. Only successes are kept; unhashable
         # parameters skip the cache.
         try:
-            key = (self, _devices.current.place, *[(x._value.shape, x._value.dtype, x._weak, x._place) for x in args],
-                   *params.items())  # fmt: skip
+            if len(args) == 1:
+                x = args[0]
+                v = x._value
+                key = (self, _devices.current.place, v.shape, v.dtype, x._weak, x._place, *params.items())
+            else:
+                key = (self, _devices.current.place, *[(x._value.shape, x._value.dtype, x._weak, x._place) for x in args],
+                       *params.items())  # fmt: skip
             return _EAGER[key]
         except KeyError:
             pass
@@ -229,7 +240,7 @@ config.on_update(_clear_eager)
 def _wrap_checked(value, aval: ShapedArray, place: Any) -> Array:
     # Kernels may hand back NumPy scalars or another dtype (NumPy promotes
     # differently from JAX); the abstract value is the contract.
-    if type(value) is not place.ndarray or value.dtype != aval.dtype:
+    if type(value) is not place.ndarray or (value.dtype is not aval.dtype and value.dtype != aval.dtype):
         value = place.backend.xp.asarray(value, dtype=aval.dtype)
     if value.shape != aval.shape:
         raise AssertionError(f"internal error: kernel returned shape {value.shape}, the shape rule says {aval.shape}")
