@@ -35,10 +35,26 @@ on = not config.debug_nans
 _FLOAT_BUFFERS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 
+# The dtype tables of the elementwise lanes, with their full contents: emptied while debug_nans is on,
+# which closes those lanes without a flag for them to read on every call.
+_TABLES: list[tuple[dict, dict]] = []
+
+
+def _lane_table(table: dict) -> dict:
+    _TABLES.append((table, dict(table)))
+    if not on:
+        table.clear()
+    return table
+
+
 def _follow_debug_nans(name: str, value: Any) -> None:
     global on
     if name == "debug_nans":
         on = not value
+        for table, full in _TABLES:
+            table.clear()
+            if on:
+                table.update(full)
 
 
 config.on_update(_follow_debug_nans)
@@ -114,15 +130,19 @@ def unary(prim: Any, slow: Callable[[Any], Array], exclude: tuple = ()) -> Calla
     """`slow` (an ember.numpy function of one array) with the fast lane of elementwise `prim` in front."""
     kernel = prim.kernel()
     table = {d: r for d, r in prim._fast.items() if d not in exclude}  # operand dtype -> result dtype
+    trusted = type(kernel) is _ufunc  # then only the dtypes whose result NumPy's loop gives as the rule says
+    if trusted:
+        table = {d: r for d, r in table.items() if _ufunc_result(kernel, (d,)) is r}
+    table = _lane_table(table)
     keeps_weak = prim.keeps_weak
 
     def fn(x, /):
-        if type(x) is Array and on:
+        if type(x) is Array:
             v = x._value
             out_dtype = table.get(v.dtype)
             if out_dtype is not None and x._place.host:
                 out = kernel(v)
-                if type(out) is _ndarray and out.dtype is out_dtype:  # (0-d operands give NumPy scalars)
+                if type(out) is _ndarray and (trusted or out.dtype is out_dtype):  # (0-d operands give NumPy scalars)
                     result = _new(Array)
                     result._value = out
                     result._weak = keeps_weak and x._weak
@@ -170,8 +190,10 @@ def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) ->
 
         return _named_like(fn, slow)
 
+    table = _lane_table(table)
+
     def fn(x1, x2, /):
-        if type(x1) is Array and type(x2) is Array and on:
+        if type(x1) is Array and type(x2) is Array:
             a, b = x1._value, x2._value
             out_dtype = table.get(a.dtype)
             place = x1._place
@@ -195,17 +217,18 @@ def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) ->
     return _named_like(fn, slow)
 
 
+def _ufunc_result(kernel: Any, operands: tuple) -> np.dtype | None:
+    """The dtype NumPy's ufunc `kernel` gives for operands of these dtypes (None: it has no loop)."""
+    try:
+        return kernel.resolve_dtypes((*operands, None))[-1]
+    except (TypeError, ValueError):
+        return None
+
+
 def _same_dtype_results(kernel: Any, table: dict) -> dict:
     """The entries of `table` (operand dtype -> result dtype) that NumPy's ufunc `kernel` gives for two
     operands of that dtype: for those, a lane need not look at the result's dtype."""
-    trusted = {}
-    for dtype, result in table.items():
-        try:
-            if kernel.resolve_dtypes((dtype, dtype, None))[-1] is result:
-                trusted[dtype] = result
-        except (TypeError, ValueError):  # (no loop for that dtype)
-            pass
-    return trusted
+    return {d: r for d, r in table.items() if _ufunc_result(kernel, (d, d)) is r}
 
 
 def _scalar_rules(table: dict) -> dict:
@@ -231,10 +254,11 @@ def operator(prim: Any, slow: Callable, slow_reflected: Callable, kernel: Any = 
     kernel = kernel or prim.kernel()
     table = _same_dtype_results(kernel, prim._fast) if type(kernel) is _ufunc else {}
     keeps_weak = prim.keeps_weak
-    scalars = _scalar_rules(table)
+    scalars = _lane_table(_scalar_rules(table))
+    table = _lane_table(table)
 
     def forward(self, other):
-        if type(self) is Array and on:
+        if type(self) is Array:
             x = self._value
             dtype = x.dtype
             place = self._place
@@ -270,7 +294,7 @@ def operator(prim: Any, slow: Callable, slow_reflected: Callable, kernel: Any = 
             raise
 
     def reflected(self, other):
-        if type(self) is Array and on:
+        if type(self) is Array:
             kind = type(other)
             if kind is float or kind is int:
                 x = self._value
