@@ -7,6 +7,8 @@ then exposes every output position's receptive field without copying
 view to a matrix is the one im2col copy, and a single matmul contracts it
 with the kernel. Feature or batch groups become the matmul's batch
 dimension, so there is no Python loop over groups or output positions.
+With one input feature per group (a first layer on grey images) the channels-last
+copy would move runs of one element: kernels_conv_flat takes those instead.
 
 Windowed reductions pad with the monoid's identity and then combine the
 strided slices of the padded operand, one per window offset (a handful for
@@ -25,6 +27,8 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+
+from ember.backends.kernels_conv_flat import flat_conv
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -116,6 +120,12 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = _F32 if out_dtype in _LOW_PRECISION else np.dtype(np.int32) if out_dtype == np.bool_ else out_dtype
     groups = max(feature_group_count, batch_group_count)
+    if xp is np and all(d == 1 for d in lhs_dilation):
+        out = _flat(
+            lhs, rhs, compute, groups, batch_group_count > 1, dimension_numbers, window_strides, padding, rhs_dilation
+        )
+        if out is not None:
+            return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
     # Groups first, channels last: (groups, N / batch groups, spatial..., C / feature groups), so that a
     # group's window (vmap's per-example weight gradient: one channel a group) is read in runs; lhs batch
     # b = g * (N / groups) + n, lhs feature c = g * (C / groups) + i.
@@ -159,6 +169,29 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     if out_dtype == np.bool_:
         return out != 0
     return out.astype(out_dtype, copy=False)
+
+
+def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, padding, rhs_dilation):
+    """The convolution by `flat_conv` (NumPy: one in feature per group), in out_spec's layout; None where
+    it does not apply."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if rhs.shape[rhs_spec[1]] != 1:  # several in features per group: the general way
+        return None
+    x = np.transpose(lhs, lhs_spec).astype(compute, copy=False)  # (batch, features, spatial...)
+    batch, features, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    if batch_groups:
+        x = x.reshape(groups, batch // groups, *x.shape[1:])
+    else:  # feature groups (or one group): features (group, in features)
+        x = np.swapaxes(x.reshape(batch, groups, features // groups, *spatial), 0, 1)
+    w = np.transpose(rhs, rhs_spec).astype(compute, copy=False)  # (out features, in features, window...)
+    w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
+    out = flat_conv(x, w, strides=strides, padding=padding, rhs_dilation=rhs_dilation)
+    if out is None:
+        return None
+    # (groups, out features / groups, batch, spatial...) -> (batch, out features, spatial...) -> out_spec
+    out = np.moveaxis(out, 2, 0)
+    out = out.reshape(out.shape[0], -1, *out.shape[3:])
+    return np.transpose(out, np.argsort(out_spec))
 
 
 def _im2col_matmul(xp, view, kernel, lead):
