@@ -52,6 +52,7 @@ __all__ = ["ClosedProgram", "Lowered", "ShapeDtypeStruct", "disable_jit", "eval_
            "raw_impls"]
 
 log = logging.getLogger("ember.jit")
+_new = object.__new__
 
 
 # --- results of tracing ------------------------------------------------------------------------------
@@ -241,8 +242,14 @@ def _run_compiled(sub: SubProgram, args: Sequence[Array], place: Place) -> list[
 def _wrap_outputs(outs: Sequence[Any], avals: Sequence[ShapedArray], place: Place) -> list[Array]:
     # Kernels may return NumPy scalars for 0-d results; the program's avals are the contract.
     ndarray, xp = place.ndarray, place.backend.xp
-    return [wrap(v if type(v) is ndarray and v.dtype == a.dtype else xp.asarray(v, dtype=a.dtype), a.weak_type, place)
-            for v, a in zip(outs, avals)]  # fmt: skip
+    wrapped = []
+    for v, a in zip(outs, avals):
+        if type(v) is not ndarray or v.dtype is not a.dtype and v.dtype != a.dtype:
+            v = xp.asarray(v, dtype=a.dtype)
+        out = _new(Array)
+        out._value, out._weak, out._place = v, a.weak_type, place
+        wrapped.append(out)
+    return wrapped
 
 
 class _Entry:
@@ -290,7 +297,8 @@ class _Entry:
         if self.const_buffers is not None and (not _state.stack or find_top_trace(leaves, _state.stack) is None):
             if config.debug_nans:
                 return _run_compiled(self.sub, [*self.consts, *leaves], self.place)
-            buffers = [on_place(x, self.place) for x in leaves]
+            place = self.place
+            buffers = [x._value if x._place is place else on_place(x, place) for x in leaves]
             return _wrap_outputs(self.fn(*self.const_buffers, *buffers), self.out_avals, self.place)
         return jit_call_p.bind(*self.consts, *leaves, sub=self.sub)
 
@@ -384,16 +392,22 @@ class Jitted:
     def _flatten(self, args: tuple, kwargs: dict) -> tuple[_Signature, list[Array], tuple, dict]:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
-        arrays = []
+        arrays, avals, plain = [], [], True
         for i, x in enumerate(leaves):
-            if not isinstance(x, Array):
-                try:
-                    x = from_host(x, self._name)
-                except Exception:  # noqa: BLE001 - _as_array says which argument, a path built only now
-                    x = _as_array(x, self._leaf_path(args, kwargs, i), self._name)
+            if type(x) is Array:  # (the commonest leaf: its slots, not the properties tracers override)
+                v = x._value
+                avals.append((v.shape, v.dtype, x._weak))
+            else:
+                if not isinstance(x, Array):
+                    try:
+                        x = from_host(x, self._name)
+                    except Exception:  # noqa: BLE001 - _as_array says which argument, a path built only now
+                        x = _as_array(x, self._leaf_path(args, kwargs, i), self._name)
+                plain = plain and type(x) is Array
+                avals.append((x.shape, x.dtype, x.weak_type))
             arrays.append(x)
-        avals = tuple((x.shape, x.dtype, x.weak_type) for x in arrays)
-        concrete = [x for x in arrays if not isinstance(x, Tracer)]
+        avals = tuple(avals)
+        concrete = arrays if plain else [x for x in arrays if not isinstance(x, Tracer)]
         if len({x._place for x in concrete if x._place.committed}) > 1:
             raise self._mixed_devices(args, kwargs, arrays)
         place = result_place(self._name, concrete)
