@@ -312,6 +312,8 @@ def select_and_scatter_add(xp, source, operand, **params):
     applied with arithmetic (max, multiply), not `where`, which is an order of magnitude slower
     on the unpredictable masks of pooling.
     """
+    if _tiled(source.shape, **params):
+        return _scatter_tiles(xp, source, operand, params["select_prim"], params["window_dimensions"])
     config, slices, choice, found, padded_shape = _select(xp, operand, source.shape, **params)
     compute = _F32 if source.dtype in _LOW_PRECISION else source.dtype
     contribution = source.astype(compute, copy=False)
@@ -324,6 +326,53 @@ def select_and_scatter_add(xp, source, operand, **params):
         mask = choice == k
         result[sl] += mask * contribution if finite else xp.where(mask, contribution, xp.zeros((), compute))
     return _unpad(xp, result, operand.shape, config).astype(source.dtype, copy=False)
+
+
+def _tiled(out_shape, *, select_prim, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+    """Whether the windows tile the operand: no padding or dilation, strides equal to the window (pooling)."""
+    return (tuple(window_strides) == tuple(window_dimensions) and all(p == (0, 0) for p in map(tuple, padding))
+            and all(b == 1 for b in base_dilation) and all(d == 1 for d in window_dilation) and 0 not in out_shape)  # fmt: skip
+
+
+def _scatter_tiles(xp, source, operand, select_prim, window):
+    """select_and_scatter_add of windows that tile the operand (each element in one window at most).
+
+    The covered part of the operand is viewed as (out_0, window_0, out_1, window_1, ...); each
+    window offset is a strided slice of that view. The window's extreme is found first; then
+    each offset, in row-major order, takes the windows where it holds the extreme (or a NaN, which
+    counts as the extreme) and no earlier offset did, and writes its source there: no running
+    choice, and no read-modify-write of the result (the windows do not overlap)."""
+    out_shape = source.shape
+    crop = (*(slice(0, o * w) for o, w in zip(out_shape, window)), Ellipsis)  # a view, even of a 0-d result
+    tiles = tuple(v for o, w in zip(out_shape, window) for v in (o, w))
+    values = operand[crop].reshape(tiles)
+    offsets = [(*(i for k in offset for i in (slice(None), k)), Ellipsis)  # views, even of 0-d operands
+               for offset in itertools.product(*map(range, window))]  # fmt: skip
+    extremum = xp.maximum if select_prim == "ge" else xp.minimum
+    best = xp.array(values[offsets[0]], copy=True)
+    for at in offsets[1:]:
+        extremum(best, values[at], out=best)  # a NaN propagates
+    nan = (operand.dtype.kind == "f" or operand.dtype in _LOW_PRECISION) and bool(xp.isnan(best).any())
+    compute = _F32 if source.dtype in _LOW_PRECISION else source.dtype
+    contribution = source.astype(compute, copy=False)
+    finite = compute.kind in "iu" or bool(xp.isfinite(contribution).all())
+    result = xp.zeros(operand.shape, dtype=compute)
+    spread = result[crop].reshape(tiles)
+    free = None  # windows whose extreme no earlier offset held
+    for i, at in enumerate(offsets):
+        v = values[at]
+        hit = v == best
+        if nan:
+            hit |= xp.isnan(v)
+        if free is not None:
+            hit &= free
+        if i < len(offsets) - 1:
+            free = ~hit if free is None else free & ~hit
+        if finite:
+            xp.multiply(hit, contribution, out=spread[at])
+        else:
+            spread[at] = xp.where(hit, contribution, xp.zeros((), compute))
+    return result.astype(source.dtype, copy=False)
 
 
 def select_and_gather_add(xp, tangents, operand, **params):
