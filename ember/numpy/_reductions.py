@@ -143,58 +143,43 @@ def _identity_of(prim, dtype):
     return -math.inf if prim is rd.reduce_max_p else math.inf
 
 
-def max(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
-    """Maximum over `axis` (NaN propagates).
-
-    >>> max(enp.asarray([1.0, 3.0, 2.0]))
-    Array(3., dtype=float32)
-    """
-    if axis is None and out is None and not keepdims and initial is None and where is None:
-        whole = _whole_extremum(_MAX_KERNEL, a)
-        if whole is not None:
-            return whole
-    try:
-        _no_out("max", out)
-        return _extremum("max", rd.reduce_max_p, a, axis, keepdims, initial, where)
-    except Exception as err:  # max is its own traceback boundary, as the lanes are (_fastlane.py)
-        filter_error(err)
-        raise
-
-
-def min(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
-    """Minimum over `axis` (NaN propagates).
-
-    >>> min(enp.asarray([1.0, 3.0, 2.0]))
-    Array(1., dtype=float32)
-    """
-    if axis is None and out is None and not keepdims and initial is None and where is None:
-        whole = _whole_extremum(_MIN_KERNEL, a)
-        if whole is not None:
-            return whole
-    try:
-        _no_out("min", out)
-        return _extremum("min", rd.reduce_min_p, a, axis, keepdims, initial, where)
-    except Exception as err:
-        filter_error(err)
-        raise
-
-
-max.__ember_boundary__ = min.__ember_boundary__ = True
-amax, amin = max, min
-_MAX_KERNEL, _MIN_KERNEL = rd.reduce_max_p.kernel(), rd.reduce_min_p.kernel()
 _ORDERED = frozenset(np.dtype(t) for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
                                            "uint8", "uint16", "uint32", "uint64"))  # fmt: skip
 
 
-def _whole_extremum(kernel, a) -> Array | None:
-    """Fast lane: the max or min of a whole non-empty concrete CPU array, by the primitive's own kernel
-    (so the same bits); the result is strong, as the general path's. None: take the general path."""
-    if type(a) is Array and _fastlane.on and a._place.host:
-        v = a._value
-        if v.size and v.dtype in _ORDERED and v.ndim < 8:
-            out = kernel(v, axes=_ALL_AXES[v.ndim])
-            return _fastlane.wrap_like(out if type(out) is np.ndarray else np.asarray(out), False, a._place)
-    return None
+def _extremum_function(op: str, prim, example: str):
+    """enp.max or enp.min: `_extremum` with a fast lane in front for a whole non-empty concrete CPU array
+    (the primitive's own kernel, so the same bits; a strong result, as the general path's). The function
+    is its own traceback boundary, as the lanes are (ember/lax/_fastlane.py)."""
+    kernel = prim.kernel()
+
+    def fn(a: ArrayLike, axis: Axis = None, out=None, keepdims: bool = False, initial=None, where=None) -> Array:
+        if (axis is None and out is None and not keepdims and initial is None and where is None and type(a) is Array
+                and _fastlane.on and a._place.host):
+            v = a._value
+            if v.size and v.dtype in _ORDERED and v.ndim < 8:
+                total = kernel(v, axes=_ALL_AXES[v.ndim])
+                return _fastlane.wrap_like(total if type(total) is np.ndarray else np.asarray(total), False, a._place)
+        try:
+            _no_out(op, out)
+            return _extremum(op, prim, a, axis, keepdims, initial, where)
+        except Exception as err:
+            filter_error(err)
+            raise
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"""{op.capitalize()}imum over `axis` (NaN propagates).
+
+    >>> {op}(enp.asarray([1.0, 3.0, 2.0]))
+    {example}
+    """
+    fn.__ember_boundary__ = True
+    return fn
+
+
+max = _extremum_function("max", rd.reduce_max_p, "Array(3., dtype=float32)")
+min = _extremum_function("min", rd.reduce_min_p, "Array(1., dtype=float32)")
+amax, amin = max, min
 
 
 def _logical_reduce(op: str, prim, a, axis, keepdims, where_) -> Array:
