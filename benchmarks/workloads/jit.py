@@ -50,6 +50,35 @@ def _(env):
     return _elementwise_setup(env, 1000)
 
 
+# --- the cost of calling a jitted function --------------------------------------------------------------
+
+
+def _dispatch_setup(env, numpy_args: bool):
+    """``jit(lambda a: a + 1.0)`` on f32[3], where calling is all the cost: ember's argument an ember array
+    or a NumPy array (data batches usually are), JAX's its own array or a NumPy one alike."""
+    import ember
+
+    x = np.asarray([1.0, 2.0, 3.0], np.float32)
+    ex = x if numpy_args else env.put("ember", x)
+    jitted = ember.jit(lambda a: a + 1.0)
+    impls = {"numpy": lambda: x + np.float32(1.0), "ember_jit": lambda: jitted(ex)}
+    if env.jnp is not None:
+        jfn = env.jax.jit(lambda a: a + 1.0)
+        jx = x if numpy_args else env.put("jax", x)
+        impls["jax"] = lambda: jfn(jx).block_until_ready()
+    return impls
+
+
+@workload("jit_dispatch", family="jit", description="jit(a + 1.0) f32[3], ember array")
+def _(env):
+    return _dispatch_setup(env, numpy_args=False)
+
+
+@workload("jit_dispatch_numpy_arg", family="jit", description="jit(a + 1.0) f32[3], NumPy array")
+def _(env):
+    return _dispatch_setup(env, numpy_args=True)
+
+
 def _million(env) -> int:
     return 1000 if env.smoke else 1 << 20
 
