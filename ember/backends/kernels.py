@@ -24,7 +24,6 @@ from ember.backends.kernels_eigen import eigen_kernels
 from ember.backends.kernels_fft import fft_kernels
 from ember.backends.kernels_indexing import make_indexing_kernels
 from ember.backends.kernels_linalg import linalg_kernels
-from ember.backends.kernels_outer import outer_products
 from ember.backends.kernels_random import make_random_kernels
 from ember.backends.kernels_sorting import sorting_kernels
 
@@ -574,9 +573,8 @@ def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None):
         # these as k=1 matrix products, several times slower than einsum's product loop.
         a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m)
         c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, n)
-        if xp is np:  # split over the cores (CuPy's einsum takes no `out`; only NumPy's code passes one)
-            into = None if out is None else out.reshape(nb, m, n)
-            return outer_products(a, c, into).reshape(tuple(batch + lfree + rfree))
+        if out is not None:  # (CuPy's einsum takes no `out`; only the NumPy backend's code passes one)
+            return xp.einsum("bi,bj->bij", a, c, out=out.reshape(nb, m, n)).reshape(out.shape)
         return xp.einsum("bi,bj->bij", a, c).reshape(tuple(batch + lfree + rfree))
     a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m, k)
     c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, k, n)
