@@ -313,7 +313,8 @@ def select_and_scatter_add(xp, source, operand, **params):
     on the unpredictable masks of pooling.
     """
     if _tiled(source.shape, **params):
-        return _scatter_tiles(xp, source, operand, params["select_prim"], params["window_dimensions"])
+        p = params
+        return _scatter_tiles(xp, source, operand, p["select_prim"], p["window_dimensions"], p["padding"])
     config, slices, choice, found, padded_shape = _select(xp, operand, source.shape, **params)
     compute = _F32 if source.dtype in _LOW_PRECISION else source.dtype
     contribution = source.astype(compute, copy=False)
@@ -329,21 +330,24 @@ def select_and_scatter_add(xp, source, operand, **params):
 
 
 def _tiled(out_shape, *, select_prim, window_dimensions, window_strides, padding, base_dilation, window_dilation):
-    """Whether the windows tile the operand: no padding or dilation, strides equal to the window (pooling)."""
-    return (tuple(window_strides) == tuple(window_dimensions) and all(p == (0, 0) for p in map(tuple, padding))
+    """Whether the windows tile the operand: no padding (cropping is fine) or dilation, strides equal to the
+    window (pooling)."""
+    return (tuple(window_strides) == tuple(window_dimensions) and all(lo <= 0 and hi <= 0 for lo, hi in padding)
             and all(b == 1 for b in base_dilation) and all(d == 1 for d in window_dilation) and 0 not in out_shape)  # fmt: skip
 
 
-def _scatter_tiles(xp, source, operand, select_prim, window):
+def _scatter_tiles(xp, source, operand, select_prim, window, padding):
     """select_and_scatter_add of windows that tile the operand (each element in one window at most).
 
-    The covered part of the operand is viewed as (out_0, window_0, out_1, window_1, ...); each
-    window offset is a strided slice of that view. The window's extreme is found first; then
+    The covered part of the operand (after the crop of negative padding) is viewed as (out_0,
+    window_0, out_1, window_1, ...); each window offset is a strided slice of that view. The
+    window's extreme is found first; then
     each offset, in row-major order, takes the windows where it holds the extreme (or a NaN, which
     counts as the extreme) and no earlier offset did, and writes its source there: no running
     choice, and no read-modify-write of the result (the windows do not overlap)."""
     out_shape = source.shape
-    crop = (*(slice(0, o * w) for o, w in zip(out_shape, window)), Ellipsis)  # a view, even of a 0-d result
+    # (Ellipsis: a view, even of a 0-d result)
+    crop = (*(slice(-lo, -lo + o * w) for o, w, (lo, _) in zip(out_shape, window, padding)), Ellipsis)
     tiles = tuple(v for o, w in zip(out_shape, window) for v in (o, w))
     values = operand[crop].reshape(tiles)
     offsets = [(*(i for k in offset for i in (slice(None), k)), Ellipsis)  # views, even of 0-d operands
