@@ -335,6 +335,7 @@ def run(patterns: Iterable[str] | None = None, *, quick: bool = False, impls: It
         cfg["target_s"] = target_ms / 1e3
     timed = tuple(impls) if impls is not None else tuple(IMPLEMENTATIONS)
     workloads = select(patterns, suite=suite)
+    steady_allocator()
     # every workload's reference is built for the check, timed or not
     env = Env(tuple(dict.fromkeys((BASELINE, *timed, *(w.reference for w in workloads)))), device=device, smoke=smoke)
     host_only = [w.name for w in workloads if HOST in w.tags and env.device != "cpu"]
