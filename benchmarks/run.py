@@ -50,7 +50,7 @@ import numpy as np
 
 from benchmarks.compare import REGRESSION_EXIT, compare_runs, load_run, report_lines
 from benchmarks.registry import BASELINE, IMPLEMENTATIONS, Env, Workload, load_all, parse_device, to_numpy
-from benchmarks.timing import NOISE_FLOOR, noise_threshold, paired_ratios, time_interleaved
+from benchmarks.timing import NOISE_FLOOR, noise_threshold, paired_ratios, steady_allocator, time_interleaved
 
 FULL = {"rounds": 9, "target_s": 0.030, "warmup": 3}
 QUICK = {"rounds": 3, "target_s": 0.005, "warmup": 3}
