@@ -11,10 +11,15 @@ and output position q reads the image at ``shift(q) + shift(k)``. Laid out
 with the image's own row lengths, the output positions of the whole batch are
 one contiguous run (each row's last ``S_d - Out_d`` positions and the last
 rows of each image are computed and cropped away), so the im2col matrix is
-one copied run per window offset and the matmul ``(O, window) @ (window,
-positions)`` already puts the features before the positions: the result is
-(features, batch, spatial...) in memory, which an NCHW consumer reads as a
-view.
+one copied run per window offset. The matmul is ``(positions, window) @
+(window, features)`` on transposed views, the product the general path
+computes with its operands laid out the same way, so each window's sum runs
+in the same order: the bits are the general path's except in rows that the
+BLAS blocks differently (the flat way computes a few more positions, then
+crops them), where they may differ in the last place. ``kernel @ cols`` would
+be faster still but rounds every value differently, and a pre-activation near
+zero may then change sign: a ReLU's choice, and a per-example gradient with it.
+The result is (batch, spatial..., features) in memory, as the general path's.
 """
 
 from __future__ import annotations
@@ -96,6 +101,8 @@ def _by_output(x, w, sp, out_sp, rhs_dilation):
                                            writeable=False)  # fmt: skip
     cols[..., :run] = view
     cols[..., run:] = 0  # positions after the last output: finite, so that they stay in the cropped columns
-    out = np.matmul(kernel, cols.reshape(groups, kernel.shape[2], batch * plane))
-    out = out.reshape(groups, out_f, batch, *(sp if len(crop) == len(sp) else (out_sp[0], *sp[1:])))
-    return out[(Ellipsis, *(slice(0, o) for o in crop))]
+    # (positions, window) @ (window, features), the operands laid out as the general path's (module docstring)
+    out = np.matmul(cols.reshape(groups, kernel.shape[2], batch * plane).swapaxes(1, 2), kernel.swapaxes(1, 2))
+    out = out.reshape(groups, batch, *(sp if len(crop) == len(sp) else (out_sp[0], *sp[1:])), out_f)
+    out = out[(slice(None), slice(None), *(slice(0, o) for o in crop), slice(None))]
+    return np.moveaxis(out, -1, 1)
