@@ -103,26 +103,26 @@ def _getitem(self, index):
     # the general path, which explains.
     if type(self) is Array and self._place.host:  # (no NaN to make: the lane is on under debug_nans too)
         kind = type(index)
-        if kind is Array and index._place is self._place and index._value.dtype.kind in "iu":
-            # Fast lane: one integer array on the first axis, all in bounds (NumPy raises for others, which
-            # the general path clamps): NumPy's take, which reads negative indices as ember does.
+        if kind is slice or kind is int or (kind is not Array and _fastlane.basic_index(index)):
+            try:
+                out = self._value[index]
+            except Exception:
+                out = None
+            if out is not None:
+                result = _new(Array)
+                result._value = out if type(out) is _ndarray else np.asarray(out)  # (an int of a 1-d array: a scalar)
+                result._weak = self._weak
+                result._place = self._place
+                return result
+        elif kind is Array and index._place is self._place and index._value.dtype.kind in "iu":
+            # One integer array on the first axis, all in bounds (NumPy raises for others, which the
+            # general path clamps): NumPy's take, which reads negative indices as ember does.
             try:
                 out = self._value[index._value]
             except Exception:
                 out = None
             if out is not None:  # (a 0-d index reads one element: a NumPy scalar)
                 return _fastlane.wrap_like(out if type(out) is _ndarray else np.asarray(out), self._weak, self._place)
-        elif kind is slice or kind is int or _fastlane.basic_index(index):
-            try:
-                out = self._value[index]
-            except Exception:
-                pass
-            else:
-                result = _new(Array)
-                result._value = out if type(out) is _ndarray else np.asarray(out)
-                result._weak = self._weak
-                result._place = self._place
-                return result
     try:
         hook = _index_hook(index)
         if hook is not None:
@@ -196,21 +196,22 @@ def _install_methods() -> None:
 
     def reshape(self, *shape, order: str = "C") -> Array:
         """This array with a new shape; `x.reshape(2, 3)` and `x.reshape((2, 3))` both work."""
-        if type(self) is Array and order == "C" and self._place.host:
+        if len(shape) == 1 and type(shape[0]) is not int:
+            shape = shape[0]
+        place = self._place
+        if order == "C" and type(self) is Array and place.host:
             # Fast lane: a NumPy view (safe: nobody writes to ember's buffers). NumPy reads the dims as
             # ember does (operator.index); what it refuses (a traced or float dim) the general path explains.
             try:
-                out = self._value.reshape(*shape)
+                out = self._value.reshape(shape)
             except Exception:
                 out = None
             if type(out) is _ndarray:
                 result = _new(Array)
                 result._value = out
                 result._weak = self._weak
-                result._place = self._place
+                result._place = place
                 return result
-        if len(shape) == 1 and type(shape[0]) is not int:
-            shape = shape[0]
         return _shape.reshape(self, shape, order)
 
     def transpose(self, *axes) -> Array:
