@@ -230,8 +230,9 @@ def _mask_of(which, ints, invert):
     order; made on which's own elements, the axes it is broadcast along (stride 0) kept of length one."""
     if 0 in which.strides:
         which = which[tuple(slice(None) if s else slice(0, 1) for s in which.strides)]
-    mask = np.negative(which.view(np.int8), dtype=ints, order="C")  # 1 -> all ones
-    return np.invert(mask, out=mask) if invert else mask
+    if invert:  # 0 -> all ones, 1 -> 0, in one pass
+        return np.subtract(which.view(np.int8), 1, dtype=ints, order="C")
+    return np.negative(which.view(np.int8), dtype=ints, order="C")  # 1 -> all ones
 
 
 def _c_order_of(x):
