@@ -79,14 +79,18 @@ def sum(a: ArrayLike, axis: Axis = None, dtype=None, out=None, keepdims: bool = 
     >>> sum(enp.asarray([[1, 2], [3, 4]]), axis=0)
     Array([4, 6], dtype=int32)
     """
-    if (type(a) is Array and axis is None and dtype is None and not keepdims and initial is None and where is None
-            and out is None and _fastlane.on and a._place.host):
+    if (axis is None and dtype is None and out is None and not keepdims and initial is None and where is None
+            and type(a) is Array and _fastlane.on):
         # Fast lane: a whole float/complex array summed in its own dtype, as the kernel does (np.sum is
         # add.reduce behind a Python wrapper: the same call, so the same bits).
         v = a._value
-        if v.dtype in _SUMS_IN_OWN_DTYPE and v.ndim:
-            total = _add_reduce(v, _ALL_AXES[v.ndim] if v.ndim < 8 else tuple(range(v.ndim)), v.dtype)  # (positional: cheaper)
-            return _fastlane.wrap_like(np.asarray(total), False, a._place)
+        dt = v.dtype
+        if dt in _SUMS_IN_OWN_DTYPE and 0 < v.ndim < 8 and a._place.host:
+            result = _new(Array)  # (inline, as the lanes wrap: this is eager's hottest reduction)
+            result._value = _asarray(_add_reduce(v, _ALL_AXES[v.ndim], dt))  # (positional arguments: cheaper)
+            result._weak = False
+            result._place = a._place
+            return result
     try:
         _no_out("sum", out)
         return _sum_like("sum", rd.reduce_sum_p, 0, a, axis, dtype, keepdims, initial, where)
@@ -99,6 +103,8 @@ sum.__ember_boundary__ = True
 
 
 _add_reduce = np.add.reduce
+_asarray = np.asarray
+_new = object.__new__
 _SUMS_IN_OWN_DTYPE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 _ALL_AXES = [tuple(range(n)) for n in range(8)]
 
