@@ -104,7 +104,7 @@ def _elementwise(xp: ModuleType) -> dict[str, Any]:
         if len(cases) == 1 and out is None:
             return cases[0]
         if which.dtype is _BOOL and len(cases) == 2:
-            if xp is np and which.size >= _BRANCHLESS_MIN and cases[0].dtype.itemsize in (2, 4, 8):
+            if xp is np and which.size >= BRANCHLESS_MIN and cases[0].dtype.itemsize in (2, 4, 8):
                 return _select_bits(which, cases[1], cases[0], out)
             if out is None:
                 return xp.where(which, cases[1], cases[0])
@@ -180,7 +180,7 @@ def _elementwise(xp: ModuleType) -> dict[str, Any]:
 
 # From this many elements NumPy's `where` on an unpredictable mask (relu's derivative) loses to
 # selecting bits with integer masks: ~3x slower on 64k random float32 elements.
-_BRANCHLESS_MIN = 4096
+BRANCHLESS_MIN = 4096
 
 
 def _select_bits(which, on_true, on_false, out=None):

@@ -172,8 +172,6 @@ def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) ->
     two arrays of one dtype on one place, which NumPy broadcasts as ember does. (A buffer that is not an
     ndarray gives a result that is not one either, which falls through.)"""
     kernel = prim.kernel()
-    table = {d: r for d, r in prim._fast.items() if d not in exclude}
-    keeps_weak = prim.keeps_weak
     if type(kernel) is _ufunc:  # the operators' lanes, which also take Python scalars on either side
         forward, reflected = operator(Narrowed(prim, lambda d: d not in exclude), slow, lambda x2, x1: slow(x1, x2))
 
@@ -190,7 +188,8 @@ def binary(prim: Any, slow: Callable[[Any, Any], Array], exclude: tuple = ()) ->
 
         return _named_like(fn, slow)
 
-    table = _lane_table(table)
+    table = _lane_table({d: r for d, r in prim._fast.items() if d not in exclude})
+    keeps_weak = prim.keeps_weak
 
     def fn(x1, x2, /):
         if type(x1) is Array and type(x2) is Array:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ember._traceback import filter_error
+from ember.backends.kernels import BRANCHLESS_MIN
 from ember.core import dtypes
 from ember.core.array import Array
 from ember.core.primitives import bitwise as bw
@@ -421,7 +422,6 @@ def logical_not(x: ArrayLike, /) -> Array:
 _select_kernel = ew.select_n_p.kernel()
 _np_where = np.where
 _BOOL = np.dtype(np.bool_)
-_SMALL = 4096  # below this many elements select_n's kernel is np.where itself (backends/kernels.py)
 
 
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /, *,
@@ -441,7 +441,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
         # Fast lane: a bool condition and two cases of one dtype, all of one shape (the common where).
         c, a, b = condition._value, x._value, y._value
         if c.dtype is _BOOL and a.dtype is b.dtype and c.shape == a.shape == b.shape and size is None:
-            out = _np_where(c, a, b) if c.size < _SMALL else _select_kernel(c, b, a)
+            out = _np_where(c, a, b) if c.size < BRANCHLESS_MIN else _select_kernel(c, b, a)  # (what the kernel runs)
             if type(out) is np.ndarray and out.dtype is a.dtype:
                 return _fastlane.wrap_like(out, x._weak and y._weak, condition._place)
     try:

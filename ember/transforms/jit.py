@@ -299,7 +299,7 @@ class _Entry:
                 return _run_compiled(self.sub, [*self.consts, *leaves], self.place)
             place = self.place
             buffers = [x._value if x._place is place else on_place(x, place) for x in leaves]
-            return _wrap_outputs(self.fn(*self.const_buffers, *buffers), self.out_avals, self.place)
+            return _wrap_outputs(self.fn(*self.const_buffers, *buffers), self.out_avals, place)
         return jit_call_p.bind(*self.consts, *leaves, sub=self.sub)
 
 
