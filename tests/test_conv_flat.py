@@ -109,3 +109,17 @@ def test_flat_conv_declines_what_it_does_not_take(flat_calls):
     # input dilation (a transposed strided convolution): not even asked
     lax.conv_general_dilated(x[:, :1], w[:, :1], (1, 1), [(0, 0), (0, 0)], lhs_dilation=(2, 2))
     assert flat_calls == [False, False]
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 8, 8), (3, 2, 5, 6, 5)])
+def test_flat_conv_feature_groups_of_an_nchw_batch(shape, flat_calls):
+    # NCHW memory with several feature groups and images: each image's run starts a group's plane apart,
+    # so the runs are laid out per image, and every spatial axis after the first is cropped
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((2 * shape[1], 1, *(3,) * (len(shape) - 2))).astype(np.float32)
+    kwargs = {"feature_group_count": shape[1]}
+    got = lax.conv_general_dilated(x, w, (1,) * (len(shape) - 2), "VALID", **kwargs)
+    want = conv_ref(x, w, (1,) * (len(shape) - 2), "VALID", **kwargs)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    assert flat_calls == [True]

@@ -91,10 +91,10 @@ def _by_output(x, w, sp, out_sp, rhs_dilation):
     kernel = w.reshape(groups, out_f, math.prod(window))
     if batch == 1 or s_batch == plane * item:  # images one after another: one run over the whole batch
         run += (batch - 1) * plane
-        shape, view_strides, crop = (batch * plane,), (item,), out_sp
+        shape, view_strides, layout = (batch * plane,), (item,), sp
     else:  # a run per image, laid out with its row lengths
         row = out_sp[0] * flat[0]
-        shape, view_strides, crop = (batch, row), (s_batch, item), out_sp[1:]
+        shape, view_strides, layout = (batch, row), (s_batch, item), (out_sp[0], *sp[1:])
         plane = row
     cols = np.empty((groups, *window, *shape), dtype=x.dtype)
     view = np.lib.stride_tricks.as_strided(x, (groups, *window, *shape[:-1], run), (s_group, *offsets, *view_strides),
@@ -103,6 +103,6 @@ def _by_output(x, w, sp, out_sp, rhs_dilation):
     cols[..., run:] = 0  # positions after the last output: finite, so that they stay in the cropped columns
     # (positions, window) @ (window, features), the operands laid out as the general path's (module docstring)
     out = np.matmul(cols.reshape(groups, kernel.shape[2], batch * plane).swapaxes(1, 2), kernel.swapaxes(1, 2))
-    out = out.reshape(groups, batch, *(sp if len(crop) == len(sp) else (out_sp[0], *sp[1:])), out_f)
-    out = out[(slice(None), slice(None), *(slice(0, o) for o in crop), slice(None))]
+    out = out.reshape(groups, batch, *layout, out_f)
+    out = out[(slice(None), slice(None), *(slice(0, o) for o in out_sp), slice(None))]
     return np.moveaxis(out, -1, 1)
