@@ -8,7 +8,9 @@ view to a matrix is the one im2col copy, and a single matmul contracts it
 with the kernel. Feature or batch groups become the matmul's batch
 dimension, so there is no Python loop over groups or output positions.
 With one input feature per group (a first layer on grey images) the channels-last
-copy would move runs of one element: kernels_conv_flat takes those instead.
+copy would move runs of one element: kernels_conv_flat takes those instead, and
+kernels_conv_grads the shapes of a backward pass (per-example weight gradients,
+input gradients with full padding), which im2col serves badly.
 
 Windowed reductions pad with the monoid's identity and then combine the
 strided slices of the padded operand, one per window offset (a handful for
@@ -29,6 +31,7 @@ import ml_dtypes
 import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
+from ember.backends.kernels_conv_grads import BY_INPUT_MAX_WINDOW, by_input, by_window
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -120,10 +123,15 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = _F32 if out_dtype in _LOW_PRECISION else np.dtype(np.int32) if out_dtype == np.bool_ else out_dtype
     groups = max(feature_group_count, batch_group_count)
-    if xp is np and all(d == 1 for d in lhs_dilation):
-        out = _flat(
-            lhs, rhs, compute, groups, batch_group_count > 1, dimension_numbers, window_strides, padding, rhs_dilation
-        )
+    if xp is np:
+        out = None
+        if all(d == 1 for d in lhs_dilation):
+            batch_groups = batch_group_count > 1
+            out = _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, window_strides, padding, rhs_dilation)
+            if out is None and not batch_groups:
+                out = _by_window(lhs, rhs, compute, groups, dimension_numbers, window_strides, padding, rhs_dilation)
+        if out is None and groups == 1 and all(s == 1 for s in window_strides):
+            out = _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation)
         if out is not None:
             return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
     # Groups first, channels last: (groups, N / batch groups, spatial..., C / feature groups), so that a
@@ -160,15 +168,60 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
         if groups > 1:
             out = xp.moveaxis(out, 0, -2)
         out = out.reshape(out_batch, *out_sp, out_features)
-    # (N, spatial..., O) -> out_spec; left as a view: an NCHW result is NHWC in memory, which the
-    # next convolution's channels-last transpose then gets for free.
-    perm = [0] * (n + 2)
-    for axis, position in zip((0, n + 1, *range(1, n + 1)), out_spec):
-        perm[position] = axis
-    out = xp.transpose(out, perm)
+    out = _to_out_spec(xp, out, out_spec)
     if out_dtype == np.bool_:
         return out != 0
     return out.astype(out_dtype, copy=False)
+
+
+def _to_out_spec(xp, out, out_spec):
+    """A result laid out (N, spatial..., O) as out_spec says; left as a view: an NCHW result is NHWC in
+    memory, which the next convolution's channels-last transpose then gets for free."""
+    n = out.ndim - 2
+    perm = [0] * (n + 2)
+    for axis, position in zip((0, n + 1, *range(1, n + 1)), out_spec):
+        perm[position] = axis
+    return xp.transpose(out, perm)
+
+
+def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, rhs_dilation):
+    """The convolution by `by_window` (one in feature per feature group, a weight gradient's shape), in
+    out_spec's layout; None where it does not apply."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if rhs.shape[rhs_spec[1]] != 1 or lhs.shape[lhs_spec[1]] != groups:
+        return None
+    # (features = groups, spatial..., batch): the batch innermost, as an NHWC operand holds it
+    x = np.transpose(lhs, (lhs_spec[1], *lhs_spec[2:], lhs_spec[0])).astype(compute, copy=False)
+    x = pad(np, x, 0, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
+    w = np.transpose(rhs, rhs_spec).astype(compute, copy=False)  # (out features, 1, window...)
+    w = w.reshape(groups, w.shape[0] // groups, *w.shape[2:])
+    out = by_window(x, w, strides=strides, rhs_dilation=rhs_dilation)
+    if out is None:
+        return None
+    # (groups, out features / groups, out spatial..., batch) -> (batch, out spatial..., out features)
+    n = out.ndim - 3
+    out = out.reshape(-1, *out.shape[2:])
+    return _to_out_spec(np, out.transpose(n + 1, *range(1, n + 1), 0), out_spec)
+
+
+def _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation):
+    """The convolution by `by_input` (col2im), in out_spec's layout, where im2col's matrix would be
+    mostly padding: its elements (positions x in features a window offset) at least twice those of the
+    product by_input makes (input positions x out features a window offset); else None."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    spatial = [lhs.shape[a] for a in lhs_spec[2:]]
+    window = [rhs.shape[a] for a in rhs_spec[2:]]
+    if math.prod(window) > BY_INPUT_MAX_WINDOW:
+        return None
+    padded = [lo + _dilate(s, d) + hi for s, (lo, hi), d in zip(spatial, padding, lhs_dilation)]
+    positions = math.prod(_out_size(p, _dilate(k, r), 1) for p, k, r in zip(padded, window, rhs_dilation))
+    in_f, out_f = lhs.shape[lhs_spec[1]], rhs.shape[rhs_spec[0]]
+    if positions * in_f < 2 * math.prod(spatial) * out_f:
+        return None
+    x = np.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])).astype(compute, copy=False)
+    w = np.transpose(rhs, (rhs_spec[1], rhs_spec[0], *rhs_spec[2:])).astype(compute, copy=False)
+    out = by_input(x, w, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
+    return None if out is None else _to_out_spec(np, out, out_spec)
 
 
 def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, padding, rhs_dilation):
