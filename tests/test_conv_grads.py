@@ -79,7 +79,9 @@ def input_case(seed: int):
     sizes = [int(v) for v in rng.integers(1, 6 if n < 3 else 4, size=n)]
     in_features, out_features = int(rng.integers(4, 7)), int(rng.integers(1, 3))
     specs = _specs(rng, n)
-    lhs_shape, rhs_shape = _shapes(specs, int(rng.integers(1, 4)), in_features, out_features, in_features, sizes, kernel)
+    lhs_shape, rhs_shape = _shapes(
+        specs, int(rng.integers(1, 4)), in_features, out_features, in_features, sizes, kernel
+    )
     kwargs = {"lhs_dilation": tuple(lhs_dilation), "rhs_dilation": tuple(rhs_dilation), "dimension_numbers": specs}
     return lhs_shape, rhs_shape, (1,) * n, padding, kwargs
 

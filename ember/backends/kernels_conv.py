@@ -127,7 +127,9 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
         out = None
         if all(d == 1 for d in lhs_dilation):
             batch_groups = batch_group_count > 1
-            out = _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, window_strides, padding, rhs_dilation)
+            out = _flat(
+                lhs, rhs, compute, groups, batch_groups, dimension_numbers, window_strides, padding, rhs_dilation
+            )
             if out is None and not batch_groups:
                 out = _by_window(lhs, rhs, compute, groups, dimension_numbers, window_strides, padding, rhs_dilation)
         if out is None and groups == 1 and all(s == 1 for s in window_strides):
