@@ -201,6 +201,12 @@ def _select_bits(which, on_true, on_false, out=None):
         which, on_true, on_false = (np.broadcast_to(x, shape) for x in (which, on_true, on_false))
     t, f = on_true.view(ints), on_false.view(ints)
     t_one, f_one = not any(t.strides), not any(f.strides)  # one value broadcast
+    if t_one and f_one:  # two values (maximum's derivative: 1, 0.5): f ^ (which * (f ^ t)), two passes
+        res = np.multiply(
+            which.view(np.int8), t.flat[0] ^ f.flat[0], dtype=ints, out=None if out is None else out.view(ints)
+        )
+        np.bitwise_xor(res, f.flat[0], out=res)
+        return out if out is not None else res.view(dtype)
     a_is_f = f_one if t_one or f_one else f.flags.c_contiguous or not t.flags.c_contiguous
     a, b = (f, t) if a_is_f else (t, f)
     one_value = not any(a.strides)
@@ -303,8 +309,10 @@ def _float_to_int(xp, x, dtype):
 
 # Each integer type's float range [lo, hi): powers of two, exact in every float type the cast starts from
 # (Python compares them with float32 values exactly; float(int64 max) + 1.0 rounds to 2**63, as it must).
-_INT_RANGE = {np.dtype(t): (float(np.iinfo(t).min), float(np.iinfo(t).max) + 1.0)
-              for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+_INT_RANGE = {
+    np.dtype(t): (float(np.iinfo(t).min), float(np.iinfo(t).max) + 1.0)
+    for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+}
 
 
 def bitcast(xp, x, dtype):
