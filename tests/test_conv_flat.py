@@ -108,7 +108,7 @@ def test_flat_conv_declines_what_it_does_not_take(flat_calls):
     lax.conv_general_dilated(x[:, :1], w[:, :1], (2, 2), "VALID")  # a stride
     # input dilation (a transposed strided convolution): not even asked
     lax.conv_general_dilated(x[:, :1], w[:, :1], (1, 1), [(0, 0), (0, 0)], lhs_dilation=(2, 2))
-    assert flat_calls == [False, False]
+    assert not any(flat_calls)  # (the shapes alone rule it out: kernels_conv._numpy_way does not ask)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 8, 8), (3, 2, 5, 6, 5)])

@@ -31,7 +31,7 @@ import ml_dtypes
 import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
-from ember.backends.kernels_conv_grads import BY_INPUT_MAX_WINDOW, by_input, by_window
+from ember.backends.kernels_conv_grads import by_input, by_window, input_first_pays, window_first_pays
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -124,15 +124,15 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     compute = _F32 if out_dtype in _LOW_PRECISION else np.dtype(np.int32) if out_dtype == np.bool_ else out_dtype
     groups = max(feature_group_count, batch_group_count)
     if xp is np:
+        way = _numpy_way(lhs.shape, rhs.shape, compute.itemsize, window_strides, padding, lhs_dilation, rhs_dilation,
+                         dimension_numbers, feature_group_count, batch_group_count)  # fmt: skip
         out = None
-        if all(d == 1 for d in lhs_dilation):
-            batch_groups = batch_group_count > 1
-            out = _flat(
-                lhs, rhs, compute, groups, batch_groups, dimension_numbers, window_strides, padding, rhs_dilation
-            )
-            if out is None and not batch_groups:
-                out = _by_window(lhs, rhs, compute, groups, dimension_numbers, window_strides, padding, rhs_dilation)
-        if out is None and groups == 1 and all(s == 1 for s in window_strides):
+        if way == "flat":
+            out = _flat(lhs, rhs, compute, groups, batch_group_count > 1, dimension_numbers, window_strides, padding,
+                        rhs_dilation)  # fmt: skip
+        elif way == "by_window":
+            out = _by_window(lhs, rhs, compute, groups, dimension_numbers, window_strides, padding, rhs_dilation)
+        elif way == "by_input":
             out = _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation)
         if out is not None:
             return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
@@ -186,20 +186,53 @@ def _to_out_spec(xp, out, out_spec):
     return xp.transpose(out, perm)
 
 
+_WAYS: dict[tuple, str | None] = {}  # _numpy_way's answers by shapes and parameters
+
+
+def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+               feature_groups, batch_groups):  # fmt: skip
+    """Which NumPy way computes this convolution: "flat", "by_window", "by_input" or None (the general
+    way), from the shapes and parameters alone (kept, so that a program's repeated calls only look it up)."""
+    key = (lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+           feature_groups, batch_groups)  # fmt: skip
+    way = _WAYS.get(key, False)
+    if way is not False:
+        return way
+    lhs_spec, rhs_spec, _ = dimension_numbers
+    spatial = [lhs_shape[a] for a in lhs_spec[2:]]
+    window = [rhs_shape[a] for a in rhs_spec[2:]]
+    padded = [lo + _dilate(s, d) + hi for s, (lo, hi), d in zip(spatial, padding, lhs_dilation)]
+    out_sp = [_out_size(p, _dilate(k, r), st) for p, k, r, st in zip(padded, window, rhs_dilation, strides)]
+    in_f, out_f = lhs_shape[lhs_spec[1]], rhs_shape[rhs_spec[0]]
+    groups = max(feature_groups, batch_groups)
+    batch = lhs_shape[lhs_spec[0]]
+    way = None
+    if 0 in lhs_shape or 0 in rhs_shape or 0 in out_sp:
+        pass
+    elif rhs_shape[rhs_spec[1]] == 1 and all(d == 1 for d in lhs_dilation):  # one in feature per group
+        if all(st == 1 for st in strides) and math.prod(out_sp) >= math.prod(window):
+            way = "flat"
+        elif batch_groups == 1 and window_first_pays(groups, batch, window, out_sp, itemsize):
+            way = "by_window"
+    elif (groups == 1 and all(st == 1 for st in strides)
+          and input_first_pays(batch, spatial, window, out_sp, in_f, out_f, itemsize)):  # fmt: skip
+        way = "by_input"
+    if len(_WAYS) >= 1024:
+        _WAYS.clear()
+    _WAYS[key] = way
+    return way
+
+
 def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, rhs_dilation):
     """The convolution by `by_window` (one in feature per feature group, a weight gradient's shape), in
-    out_spec's layout; None where it does not apply."""
+    out_spec's layout."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    if rhs.shape[rhs_spec[1]] != 1 or lhs.shape[lhs_spec[1]] != groups:
-        return None
     # (features = groups, spatial..., batch): the batch innermost, as an NHWC operand holds it
     x = np.transpose(lhs, (lhs_spec[1], *lhs_spec[2:], lhs_spec[0])).astype(compute, copy=False)
     x = pad(np, x, 0, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
     w = np.transpose(rhs, rhs_spec).astype(compute, copy=False)  # (out features, 1, window...)
     w = w.reshape(groups, w.shape[0] // groups, *w.shape[2:])
     out = by_window(x, w, strides=strides, rhs_dilation=rhs_dilation)
-    if out is None:
-        return None
     # (groups, out features / groups, out spatial..., batch) -> (batch, out spatial..., out features)
     n = out.ndim - 3
     out = out.reshape(-1, *out.shape[2:])
@@ -207,23 +240,12 @@ def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, r
 
 
 def _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation):
-    """The convolution by `by_input` (col2im), in out_spec's layout, where im2col's matrix would be
-    mostly padding: its elements (positions x in features a window offset) at least twice those of the
-    product by_input makes (input positions x out features a window offset); else None."""
+    """The convolution by `by_input` (col2im), in out_spec's layout."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    spatial = [lhs.shape[a] for a in lhs_spec[2:]]
-    window = [rhs.shape[a] for a in rhs_spec[2:]]
-    if math.prod(window) > BY_INPUT_MAX_WINDOW:
-        return None
-    padded = [lo + _dilate(s, d) + hi for s, (lo, hi), d in zip(spatial, padding, lhs_dilation)]
-    positions = math.prod(_out_size(p, _dilate(k, r), 1) for p, k, r in zip(padded, window, rhs_dilation))
-    in_f, out_f = lhs.shape[lhs_spec[1]], rhs.shape[rhs_spec[0]]
-    if positions * in_f < 2 * math.prod(spatial) * out_f:
-        return None
     x = np.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])).astype(compute, copy=False)
     w = np.transpose(rhs, (rhs_spec[1], rhs_spec[0], *rhs_spec[2:])).astype(compute, copy=False)
-    out = by_input(x, w, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
-    return None if out is None else _to_out_spec(np, out, out_spec)
+    return _to_out_spec(np, by_input(x, w, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation),
+                        out_spec)  # fmt: skip
 
 
 def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, padding, rhs_dilation):

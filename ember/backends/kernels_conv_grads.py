@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-__all__ = ["BY_INPUT_MAX_WINDOW", "MAX_MATRIX_BYTES", "by_input", "by_window"]
+__all__ = ["BY_INPUT_MAX_WINDOW", "MAX_MATRIX_BYTES", "by_input", "by_window", "input_first_pays", "window_first_pays"]
 
 BY_INPUT_MAX_WINDOW = 64  # window offsets (one strided add each) up to which `by_input` may be taken
 # The matrix either way makes stays below this size (in cache). Larger ones are left to the general way,
@@ -41,14 +41,21 @@ BY_INPUT_MAX_WINDOW = 64  # window offsets (one strided add each) up to which `b
 MAX_MATRIX_BYTES = 2 << 20
 
 
-def by_window(x, w, *, strides, rhs_dilation):
-    """Feature-grouped convolution with one in feature per group, by window.
+def window_first_pays(groups: int, batch: int, window, out_sp, itemsize: int) -> bool:
+    """Whether `by_window` beats the general way on a feature-grouped convolution with one in feature
+    per group: a weight gradient's shape (fewer output positions than window elements), whose copied
+    runs (an output row times the batch) are longer than the general way's (a window row), and whose
+    matrix stays within MAX_MATRIX_BYTES."""
+    positions, elements = math.prod(out_sp), math.prod(window)
+    return (positions < elements and out_sp[-1] * batch > window[-1]
+            and groups * elements * positions * batch * itemsize <= MAX_MATRIX_BYTES)  # fmt: skip
 
-    x: (groups, *spatial, batch), padded (no lhs dilation); w: (groups, out features / groups, *window).
-    Returns (groups, out features / groups, *out spatial, batch), or None where the shape is not a
-    weight gradient's (no fewer output positions than window elements), is empty, copies shorter
-    runs than the general way (an output row times the batch against a window row), or makes a
-    matrix larger than MAX_MATRIX_BYTES.
+
+def by_window(x, w, *, strides, rhs_dilation):
+    """Feature-grouped convolution with one in feature per group, by window (see `window_first_pays`).
+
+    x: (groups, *spatial, batch), padded (no lhs dilation); w: (groups, out features / groups,
+    *window), no empty axes. Returns (groups, out features / groups, *out spatial, batch).
 
     >>> x = np.arange(64.0).reshape(1, 4, 4, 4); w = np.ones((1, 1, 3, 3))  # a batch of 4
     >>> by_window(x, w, strides=(1, 1), rhs_dilation=(1, 1))[0, 0, :, :, 0]
@@ -58,12 +65,6 @@ def by_window(x, w, *, strides, rhs_dilation):
     groups, spatial, batch = x.shape[0], x.shape[1:-1], x.shape[-1]
     features, window = w.shape[1], w.shape[2:]
     out_sp = tuple(_out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
-    if math.prod(out_sp) >= math.prod(window) or 0 in x.shape or 0 in w.shape or 0 in out_sp:
-        return None
-    if out_sp[-1] * batch <= window[-1]:  # the general way's runs (window rows) are the longer
-        return None
-    if groups * math.prod(window) * math.prod(out_sp) * batch * x.itemsize > MAX_MATRIX_BYTES:
-        return None
     s_group, *s_sp, s_batch = x.strides
     view = np.lib.stride_tricks.as_strided(
         x,
@@ -74,6 +75,16 @@ def by_window(x, w, *, strides, rhs_dilation):
     cols = view.reshape(groups, math.prod(window), -1)  # the one copy: rows of (out row x batch) runs
     out = np.matmul(w.reshape(groups, features, -1), cols)
     return out.reshape(groups, features, *out_sp, batch)
+
+
+def input_first_pays(batch: int, spatial, window, out_sp, in_f: int, out_f: int, itemsize: int) -> bool:
+    """Whether `by_input` beats the general way on a stride-1 convolution of one group: im2col's matrix
+    (output positions x in features, a window offset) would hold at least twice the elements of the
+    product by_input makes (input positions x out features, a window offset), which stays within
+    MAX_MATRIX_BYTES, and the window has at most BY_INPUT_MAX_WINDOW offsets."""
+    inputs, elements = math.prod(spatial), math.prod(window)
+    return (elements <= BY_INPUT_MAX_WINDOW and math.prod(out_sp) * in_f >= 2 * inputs * out_f
+            and batch * inputs * out_f * elements * itemsize <= MAX_MATRIX_BYTES)  # fmt: skip
 
 
 def by_input(x, w, *, padding, lhs_dilation, rhs_dilation):
@@ -91,8 +102,6 @@ def by_input(x, w, *, padding, lhs_dilation, rhs_dilation):
     out_f, window = w.shape[1], w.shape[2:]
     padded = [lo + (s - 1) * d + 1 + hi if s else lo + hi for s, (lo, hi), d in zip(spatial, padding, lhs_dilation)]
     out_sp = tuple(_out_size(p, (k - 1) * r + 1, 1) for p, k, r in zip(padded, window, rhs_dilation))
-    if math.prod(x.shape[:-1]) * out_f * math.prod(window) * x.itemsize > MAX_MATRIX_BYTES:
-        return None
     out = np.zeros((batch, *out_sp, out_f), dtype=np.result_type(x, w))
     if 0 in out.shape or 0 in x.shape or 0 in window:
         return out
