@@ -129,3 +129,25 @@ def test_conv_by_blocks_of_im2col_matches_one_matmul(monkeypatch, lhs_shape, rhs
         monkeypatch.setattr(kernels_conv, "_IM2COL_MIN_ROWS", min_rows)
         # float32, summed in another order
         np.testing.assert_allclose(conv(), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape", [((5,), (5, 3)), ((5,), (3, 5)), ((4, 5), (5, 3)), ((5, 4), (5, 3)),
+                                                  ((4, 5), (3, 5)), ((5, 4), (3, 5)), ((4, 5), (5,)), ((5, 4), (5,))])  # fmt: skip
+def test_dot_general_of_transposed_matrices_is_numpys_dot_of_the_views(lhs_shape, rhs_shape):
+    # jit folds transposes into dot_general's dimension numbers; the kernel calls np.dot on transposed
+    # views, as eager `x @ w.T` does, so that jit and eager give the same bits (into an `out=` buffer too)
+    dot_general = make_kernels(np)["dot_general"]
+    lhs, rhs = RNG.standard_normal(lhs_shape).astype(np.float32), RNG.standard_normal(rhs_shape).astype(np.float32)
+    lc = 0 if len(lhs_shape) == 1 or lhs_shape[0] == 5 else 1
+    rc = 0 if len(rhs_shape) == 1 or rhs_shape[0] == 5 else 1
+    a = lhs if lc == lhs.ndim - 1 else lhs.T
+    b = rhs if rc == 0 else rhs.T
+    want = np.dot(a, b)
+    out = np.empty(want.shape, np.float32)
+    for got in (dot_general(lhs, rhs, dimension_numbers=(((lc,), (rc,)), ((), ()))),
+                dot_general(lhs, rhs, dimension_numbers=(((lc,), (rc,)), ((), ())), out=out)):  # fmt: skip
+        assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    if len(lhs_shape) == len(rhs_shape) == 2 and lc == 1 and rc == 1:  # x @ w.T, eager and jitted
+        x, w = enp.asarray(lhs), enp.asarray(rhs)
+        eager, jitted = x @ w.T, ember.jit(lambda x, w: x @ w.T)(x, w)
+        assert np.asarray(eager).tobytes() == np.asarray(jitted).tobytes() == want.tobytes()
