@@ -151,3 +151,18 @@ def test_dot_general_of_transposed_matrices_is_numpys_dot_of_the_views(lhs_shape
         x, w = enp.asarray(lhs), enp.asarray(rhs)
         eager, jitted = x @ w.T, ember.jit(lambda x, w: x @ w.T)(x, w)
         assert np.asarray(eager).tobytes() == np.asarray(jitted).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("rhs_shape", [(5, 3), (3, 5)])
+def test_dot_general_of_a_stack_and_a_transposed_matrix_is_one_2d_dot(rhs_shape):
+    # a vmapped Linear layer, x (batch, 1, in) @ w.T: one np.dot of the rows, as eager mode's lane calls it
+    dot_general = make_kernels(np)["dot_general"]
+    lhs = RNG.standard_normal((6, 4, 5)).astype(np.float32)
+    rhs = RNG.standard_normal(rhs_shape).astype(np.float32)
+    rc = 0 if rhs_shape[0] == 5 else 1
+    want = np.dot(lhs.reshape(24, 5), rhs if rc == 0 else rhs.T).reshape(6, 4, 3)
+    got = dot_general(lhs, rhs, dimension_numbers=(((2,), (rc,)), ((), ())))
+    assert got.tobytes() == want.tobytes()
+    if rc == 1:
+        x, w = enp.asarray(lhs), enp.asarray(rhs)
+        assert np.asarray(ember.jit(lambda x, w: x @ w.T)(x, w)).tobytes() == np.asarray(x @ w.T).tobytes() == want.tobytes()

@@ -567,10 +567,12 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_el
         # dimension numbers): np.dot of the transposed views, which the BLAS reads as they are, is the
         # call eager mode makes for `x @ w.T` (no relayout: 4.7 -> 1.2 us for a 16 x 16 matvec)
         result = xp.dot(lhs if lc[0] == lhs.ndim - 1 else lhs.T, rhs if rc[0] == 0 else rhs.T, out=out)
-    elif not lb and len(lc) == 1 and lc[0] == lhs.ndim - 1 and rc == (0,) and rhs.ndim <= 2:
-        # the plain product of an N-d operand: (..., k) goes in as one 2-D matrix, since NumPy's N-d dot
-        # makes a strided dot product of every element ((256, 1, 64) @ (64, 2304), a vmapped Linear
-        # layer: 17 -> 0.6 ms); the 2-D dot is also what jit's reshaped program calls.
+    elif not lb and len(lc) == 1 and lc[0] == lhs.ndim - 1 and rhs.ndim <= 2:
+        # the plain product of an N-d operand (the right one maybe transposed): (..., k) goes in as one
+        # 2-D matrix, since NumPy's N-d dot makes a strided dot product of every element ((256, 1, 64) @
+        # (64, 2304), a vmapped Linear layer: 17 -> 0.6 ms); the 2-D dot is also what eager mode and
+        # jit's reshaped program call.
+        rhs = rhs if rc[0] == 0 else rhs.T
         rows = math.prod(lhs.shape[:-1])
         into = out.reshape((rows, *rhs.shape[1:])) if out is not None and out.flags.c_contiguous else None
         result = xp.dot(lhs.reshape(rows, lhs.shape[-1]), rhs, out=into).reshape(lhs.shape[:-1] + rhs.shape[1:])
@@ -592,13 +594,13 @@ def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None):
     if k == 1:
         # Nothing to contract: a batch of outer products (per-example weight gradients). BLAS does
         # these as k=1 matrix products, several times slower than einsum's product loop.
-        a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m)
-        c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, n)
+        a = lhs.transpose([*lb, *lf, *lc]).reshape(nb, m)
+        c = rhs.transpose([*rb, *rc, *rf]).reshape(nb, n)
         if out is not None:  # (CuPy's einsum takes no `out`; only the NumPy backend's code passes one)
             return xp.einsum("bi,bj->bij", a, c, out=out.reshape(nb, m, n)).reshape(out.shape)
         return xp.einsum("bi,bj->bij", a, c).reshape(tuple(batch + lfree + rfree))
-    a = xp.transpose(lhs, [*lb, *lf, *lc]).reshape(nb, m, k)
-    c = xp.transpose(rhs, [*rb, *rc, *rf]).reshape(nb, k, n)
+    a = lhs.transpose([*lb, *lf, *lc]).reshape(nb, m, k)
+    c = rhs.transpose([*rb, *rc, *rf]).reshape(nb, k, n)
     if nb == 1:
         # One matrix product: 2-D, so that a transposed view goes to the BLAS as such (a stack of one
         # transposed matrix takes NumPy's loop without the BLAS, ~9x slower for h.T @ d).
