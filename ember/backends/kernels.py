@@ -562,20 +562,19 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_el
     elif out_dtype == np.bool_:
         compute = np.dtype(np.int32)
     lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
-    if not lb and len(lc) == 1 and lhs.ndim <= 2 and rhs.ndim <= 2:
-        # a matrix/vector product, either operand maybe transposed (jit folds transposes into the
+    if not lb and len(lc) == 1 and rhs.ndim <= 2 and (lhs.ndim <= 2 or lc[0] == lhs.ndim - 1):
+        # A matrix/vector product, either operand maybe transposed (jit folds transposes into the
         # dimension numbers): np.dot of the transposed views, which the BLAS reads as they are, is the
-        # call eager mode makes for `x @ w.T` (no relayout: 4.7 -> 1.2 us for a 16 x 16 matvec)
-        result = xp.dot(lhs if lc[0] == lhs.ndim - 1 else lhs.T, rhs if rc[0] == 0 else rhs.T, out=out)
-    elif not lb and len(lc) == 1 and lc[0] == lhs.ndim - 1 and rhs.ndim <= 2:
-        # the plain product of an N-d operand (the right one maybe transposed): (..., k) goes in as one
-        # 2-D matrix, since NumPy's N-d dot makes a strided dot product of every element ((256, 1, 64) @
-        # (64, 2304), a vmapped Linear layer: 17 -> 0.6 ms); the 2-D dot is also what eager mode and
-        # jit's reshaped program call.
+        # call eager mode makes for `x @ w.T` (no relayout: 4.7 -> 1.2 us for a 16 x 16 matvec).
         rhs = rhs if rc[0] == 0 else rhs.T
-        rows = math.prod(lhs.shape[:-1])
-        into = out.reshape((rows, *rhs.shape[1:])) if out is not None and out.flags.c_contiguous else None
-        result = xp.dot(lhs.reshape(rows, lhs.shape[-1]), rhs, out=into).reshape(lhs.shape[:-1] + rhs.shape[1:])
+        if lhs.ndim <= 2:
+            result = xp.dot(lhs if lc[0] == lhs.ndim - 1 else lhs.T, rhs, out=out)
+        else:
+            # (..., k) goes in as one 2-D matrix, since NumPy's N-d dot makes a strided dot product of
+            # every element ((256, 1, 64) @ (64, 2304), a vmapped Linear layer: 17 -> 0.6 ms)
+            rows = math.prod(lhs.shape[:-1])
+            into = out.reshape((rows, *rhs.shape[1:])) if out is not None and out.flags.c_contiguous else None
+            result = xp.dot(lhs.reshape(rows, lhs.shape[-1]), rhs, out=into).reshape(lhs.shape[:-1] + rhs.shape[1:])
     else:
         result = _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out)
     if out_dtype == np.bool_:
