@@ -22,9 +22,9 @@ import numpy as np
 
 from ember._traceback import filter_error
 from ember.config import config
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 
-__all__ = ["Narrowed", "basic_index", "binary", "index_update", "matmul_operator", "operator", "unary", "wrap_like"]
+__all__ = ["Narrowed", "basic_index", "binary", "index_update", "matmul_operator", "operator", "unary"]
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -58,15 +58,6 @@ def _follow_debug_nans(name: str, value: Any) -> None:
 
 
 config.on_update(_follow_debug_nans)
-
-
-def wrap_like(out: Any, weak: bool, place: Any) -> Array:
-    """`out` (a fresh or view ndarray) as an Array at `place`."""
-    result = _new(Array)
-    result._value = out
-    result._weak = weak
-    result._place = place
-    return result
 
 
 _BASIC_ITEM = frozenset((int, slice, type(None), type(Ellipsis)))
@@ -115,7 +106,7 @@ def index_update(x: Any, index: Any, values: Any, how: str) -> Array | None:
             out[index] *= update
     except Exception:  # out of bounds, values that do not broadcast, a traced bound: the general path decides
         return None
-    return wrap_like(out, x._weak, x._place)
+    return wrap(out, x._weak, x._place)
 
 
 def _named_like(fn: Callable, slow: Callable) -> Callable:

@@ -12,7 +12,7 @@ import numpy as np
 from ember import lax
 from ember._traceback import filter_error
 from ember.core import dtypes
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import InvalidArgumentError, ShapeError
@@ -122,7 +122,7 @@ def _getitem(self, index):
             except Exception:
                 out = None
             if out is not None:  # (a 0-d index reads one element: a NumPy scalar)
-                return _fastlane.wrap_like(out if type(out) is _ndarray else np.asarray(out), self._weak, self._place)
+                return wrap(out if type(out) is _ndarray else np.asarray(out), self._weak, self._place)
     try:
         hook = _index_hook(index)
         if hook is not None:
@@ -178,7 +178,7 @@ def _property(fn):
 def _reversed_axes(self) -> Array:
     """`x.T`: the axes reversed (a NumPy view for a concrete CPU array)."""
     if type(self) is Array and self._place.host:
-        return _fastlane.wrap_like(self._value.T, self._weak, self._place)
+        return wrap(self._value.T, self._weak, self._place)
     return _shape.transpose(self)
 
 
@@ -222,7 +222,7 @@ def _install_methods() -> None:
             except Exception:
                 out = None
             if type(out) is _ndarray:
-                return _fastlane.wrap_like(out, self._weak, self._place)
+                return wrap(out, self._weak, self._place)
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         return _shape.transpose(self, axes or None)
 

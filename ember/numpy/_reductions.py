@@ -20,12 +20,12 @@ import numpy as np
 from ember import lax
 from ember._traceback import filter_error
 from ember.core import dtypes
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 from ember.core.primitives import reduction as rd
 from ember.core.primitives._rules import broadcast_shapes
 from ember.errors import DTypeError, InvalidArgumentError, ShapeError
-from ember.lax._convert import convert
 from ember.lax import _fastlane
+from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, asarray, canonical_axes, dtype_arg
 from ember.numpy._shape import broadcast_to, expand_dims
 from ember.numpy._ufuncs import isnan, logical_not, where
@@ -165,7 +165,7 @@ def _extremum_function(op: str, prim, example: str):
             v = a._value
             if v.size and v.dtype in _ORDERED and v.ndim < 8:
                 total = kernel(v, axes=_ALL_AXES[v.ndim])
-                return _fastlane.wrap_like(total if type(total) is np.ndarray else np.asarray(total), False, a._place)
+                return wrap(total if type(total) is np.ndarray else np.asarray(total), False, a._place)
         try:
             _no_out(op, out)
             return _extremum(op, prim, a, axis, keepdims, initial, where)

@@ -14,12 +14,12 @@ import numpy as np
 from ember._traceback import filter_error
 from ember.backends.kernels import BRANCHLESS_MIN
 from ember.core import dtypes
-from ember.core.array import Array
+from ember.core.array import Array, wrap
 from ember.core.primitives import bitwise as bw
 from ember.core.primitives import elementwise as ew
 from ember.errors import DTypeError, InvalidArgumentError
-from ember.lax._convert import convert
 from ember.lax import _fastlane
+from ember.lax._convert import convert
 from ember.numpy._core import ArrayLike, full_for, promote_args, promote_inexact
 
 
@@ -336,7 +336,7 @@ def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
             if v.dtype in _INTEGER_POW_LANE and (x2 >= 0 or v.dtype.kind in "fc") and -(2**31) <= x2 < 2**31:
                 out = _integer_pow(v, y=x2)
                 if type(out) is np.ndarray and out.dtype is v.dtype:
-                    return _fastlane.wrap_like(out, x1._weak, x1._place)
+                    return wrap(out, x1._weak, x1._place)
         (base,) = _numeric("power", x1)
         if x2 >= 0 or dtypes.is_inexact(base.dtype):
             return ew.integer_pow_p.bind(promote_args("power", base, x2)[0], y=x2)
@@ -443,7 +443,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
         if c.dtype is _BOOL and a.dtype is b.dtype and c.shape == a.shape == b.shape and size is None:
             out = _np_where(c, a, b) if c.size < BRANCHLESS_MIN else _select_kernel(c, b, a)  # (what the kernel runs)
             if type(out) is np.ndarray and out.dtype is a.dtype:
-                return _fastlane.wrap_like(out, x._weak and y._weak, condition._place)
+                return wrap(out, x._weak and y._weak, condition._place)
     try:
         return _where(condition, x, y, size, fill_value)
     except Exception as err:  # where is its own traceback boundary, as the lanes are (_fastlane.py)
