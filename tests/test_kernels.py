@@ -166,3 +166,22 @@ def test_dot_general_of_a_stack_and_a_transposed_matrix_is_one_2d_dot(rhs_shape)
     if rc == 1:
         x, w = enp.asarray(lhs), enp.asarray(rhs)
         assert np.asarray(ember.jit(lambda x, w: x @ w.T)(x, w)).tobytes() == np.asarray(x @ w.T).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape", [((6, 40), (6, 3)), ((6, 3), (6, 40)), ((6, 4, 5), (6, 2, 3)),
+                                                  ((1, 7), (1, 7)), ((0, 5), (0, 2)), ((64, 256), (64, 10))])  # fmt: skip
+def test_dot_general_outer_products_are_products_of_the_elements(lhs_shape, rhs_shape):
+    # a batch of outer products (per-example weight gradients): laid out with the longer free axis
+    # innermost in memory, a transposed view when that is the left operand's; each element one product
+    dot_general = make_kernels(np)["dot_general"]
+    lhs, rhs = RNG.standard_normal(lhs_shape).astype(np.float32), RNG.standard_normal(rhs_shape).astype(np.float32)
+    left = lhs.reshape(*lhs_shape, *(1,) * (len(rhs_shape) - 1))
+    want = left * rhs.reshape(rhs_shape[0], *(1,) * (len(lhs_shape) - 1), *rhs_shape[1:])
+    numbers = (((), ()), ((0,), (0,)))
+    out = np.full(want.shape, np.nan, np.float32)
+    for got in (dot_general(lhs, rhs, dimension_numbers=numbers),
+                dot_general(lhs, rhs, dimension_numbers=numbers, out=out)):  # fmt: skip
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    x, d = enp.asarray(lhs), enp.asarray(rhs)
+    jitted = ember.jit(lambda x, d: lax.dot_general(x, d, numbers) * 2.0 + 1.0)(x, d)
+    np.testing.assert_array_equal(np.asarray(jitted), want * np.float32(2) + np.float32(1))

@@ -252,8 +252,8 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             if unsure:
                 checks = " and ".join(f"{name_of(v)}.flags.c_contiguous" for v in dict.fromkeys(unsure))
                 buffer = f"({buffer} if {checks} else None)"
-            else:
-                c_order.add(eqn.outvars[0])
+            elif i not in plan.fresh or eqn.primitive.name != "dot_general":
+                c_order.add(eqn.outvars[0])  # (dot_general may lay its result out otherwise in `out`'s memory)
             fn = op_name(eqn.primitive) if i in plan.fresh else ufunc_name(eqn)
             call = f"{fn}({', '.join(args)}, out={buffer})"
         else:
