@@ -477,6 +477,17 @@ def pad_kernel(xp, x, value, config):
 # --- reductions --------------------------------------------------------------------------
 
 
+_EINSUM_SUMS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+
+
+def _inner_axis_kept(x, axes) -> bool:
+    """Whether the axis of `x` that runs along memory (its smallest stride) is not one of `axes`."""
+    if x.flags.c_contiguous and x.shape[-1] > 1:
+        return x.ndim - 1 not in axes
+    inner = min((i for i in range(x.ndim) if x.shape[i] > 1), key=lambda i: abs(x.strides[i]), default=None)
+    return inner is not None and inner not in axes
+
+
 def _reductions(xp: ModuleType) -> dict[str, Any]:
     def accumulating(fn):
         # float16/bfloat16 accumulate in float32, as XLA does, then round once.
@@ -486,6 +497,16 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
             return fn(x, axis=tuple(axes), dtype=x.dtype)
 
         return kernel
+
+    def sum_kernel(x, *, axes):
+        # Summing across rows (a per-channel sum of NHWC memory, a column sum): the ufunc's reduce runs
+        # an inner loop per row, as short as the kept axis; einsum adds whole rows, in the same order
+        # (one after another), so the bits are the same: (64, 36, 8) over axis 1: 28 -> 8 us.
+        if x.ndim > 1 and x.dtype in _EINSUM_SUMS and x.size and _inner_axis_kept(x, axes):
+            return np.einsum(x, range(x.ndim), [i for i in range(x.ndim) if i not in axes])
+        return ordinary_sum(x, axes=axes)
+
+    ordinary_sum = accumulating(np.add.reduce if xp is np else xp.sum)
 
     def extremum(fn, identity_of):
         def kernel(x, *, axes):
@@ -515,7 +536,7 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
     # NumPy's sum/prod/max/min are these ufuncs' reduce behind a Python wrapper (~1 us a call)
     numpy = xp is np
     return {
-        "reduce_sum": accumulating(np.add.reduce if numpy else xp.sum),
+        "reduce_sum": sum_kernel if numpy else ordinary_sum,
         "reduce_prod": accumulating(np.multiply.reduce if numpy else xp.prod),
         "reduce_max": extremum(np.maximum.reduce if numpy else xp.max, _lowest),
         "reduce_min": extremum(np.minimum.reduce if numpy else xp.min, _highest),
