@@ -234,3 +234,28 @@ def test_api_examples():
 
 def test_dtype_errors_are_ember_errors():
     assert issubclass(DTypeError, EmberError)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_minimum_split_ties_evenly_as_jax(name):
+    # JAX's balanced rule: 1 where an operand alone attains the max/min, 1/2 to each at a tie, 0 elsewhere
+    # and at NaN; eager, jitted and vmapped (a broadcast constant operand: a ReLU)
+    nan, inf = np.float32(np.nan), np.float32(np.inf)
+    x = np.array([1.0, 2.0, 0.0, -0.0, nan, 3.0, inf, -inf, 0.0], np.float32)
+    y = np.array([2.0, 1.0, 0.0, 0.0, 1.0, nan, inf, -inf, -0.0], np.float32)
+    wins = x > y if name == "maximum" else x < y
+    want_x = np.where(wins, 1.0, np.where(x == y, 0.5, 0.0)).astype(np.float32)
+    want_y = np.where(~wins & (x == y), 0.5, np.where((y > x) if name == "maximum" else (y < x), 1.0, 0.0))
+    op = getattr(enp, name)
+
+    def loss(x, y):
+        return enp.sum(op(x, y))
+
+    for grad in (ember.grad(loss, argnums=(0, 1)), ember.jit(ember.grad(loss, argnums=(0, 1)))):
+        gx, gy = grad(enp.asarray(x), enp.asarray(y))
+        np.testing.assert_array_equal(np.asarray(gx), want_x)
+        np.testing.assert_array_equal(np.asarray(gy), want_y.astype(np.float32))
+    per_row = ember.jit(ember.vmap(ember.grad(lambda r: enp.sum(op(r, 0.0)))))(enp.asarray(np.stack([x, -x])))
+    rows = np.stack([x, -x])
+    relu_wins = rows > 0 if name == "maximum" else rows < 0
+    np.testing.assert_array_equal(np.asarray(per_row), np.where(relu_wins, 1.0, np.where(rows == 0, 0.5, 0.0)))

@@ -358,9 +358,17 @@ defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
 
 
 def _chooser_weight(x, ans, y):
-    """1 where x alone attains the max/min, 1/2 where x and y tie, 0 elsewhere (JAX's balanced rule)."""
-    tie = _bcast_select(_bw.eq_p.bind(y, ans), _const(ans, 1), _const(ans, 0.5))
-    return _bcast_select(_bw.eq_p.bind(x, ans), _const(ans, 0), tie)
+    """1 where x alone attains the max/min, 1/2 where x and y tie, 0 elsewhere (JAX's balanced rule).
+
+    As arithmetic on the two tests, ``[x == ans] - 0.5 [x == y]``, which gives those three values
+    exactly (a tie is x == y == ans; NaN is equal to nothing): NumPy casts and subtracts several times
+    faster than it selects, and a ReLU's backward pass is full of these. Weakly typed, as the
+    constants the rule used to select between."""
+
+    def indicator(test):
+        return broadcast_to(convert_element_type_p.bind(test, new_dtype=ans.dtype, weak_type=True), ans.shape)
+
+    return _sub(indicator(_bw.eq_p.bind(x, ans)), _mul(_const(ans, 0.5), indicator(_bw.eq_p.bind(x, y))))
 
 
 defjvp(max_p, lambda t, ans, x, y: _mul(t, _chooser_weight(x, ans, y)), lambda t, ans, x, y: _mul(t, _chooser_weight(y, ans, x)))
