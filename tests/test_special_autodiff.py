@@ -65,3 +65,16 @@ def test_igamma_x_derivative_at_zero():
     _, upper = ember.jvp(lambda x: lax.igammac(a, x), (x,), (enp.ones(3),))
     np.testing.assert_array_equal(np.asarray(lower), [1.0, 0.0, np.inf])
     np.testing.assert_array_equal(np.asarray(upper), [-1.0, 0.0, -np.inf])
+
+
+def test_logsumexp_gradient_is_the_softmax():
+    # the shift by the maximum is a constant to autodiff (as JAX's): the gradient is the weighted
+    # softmax itself, with no 1 - sum(softmax) rounding from a maximum's derivative, at ties too
+    a = np.array([[1.0, 3.0, 3.0, -np.inf], [0.5, -2.0, 40.0, 7.0]])
+    b = np.array([[1.0, 2.0, 0.5, 1.0], [1.0, 1.0, 0.0, 3.0]])
+    for weights in (None, b):
+        terms = np.exp(a - a.max(axis=1, keepdims=True)) * (1.0 if weights is None else weights)
+        want = terms / terms.sum(axis=1, keepdims=True)
+        for transform in (lambda f: f, ember.jit):
+            got = transform(ember.grad(lambda x: enp.sum(esp.logsumexp(x, axis=1, b=weights))))(enp.asarray(a))
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=0)

@@ -81,6 +81,9 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None, keepd
     real = lax.real(x) if is_complex else x
     peak = lax.reduce_max(real, axes)
     peak = lax.select(lax.is_finite(peak), peak, _full_like(peak, 0))  # all -inf (or empty): nothing to factor out
+    # As JAX: the shift is a constant to autodiff. Its derivative cancels (log-sum-exp does not move with
+    # it); differentiating it anyway costs a max's derivative and leaves 1 - sum(softmax) rounding behind.
+    peak = lax.stop_gradient(peak)
     shifted = lax.sub(x, _convert(lax.expand_dims(peak, axes), x.dtype))
     terms = lax.exp(shifted)
     if weights is not None:
