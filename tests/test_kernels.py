@@ -185,3 +185,30 @@ def test_dot_general_outer_products_are_products_of_the_elements(lhs_shape, rhs_
     x, d = enp.asarray(lhs), enp.asarray(rhs)
     jitted = ember.jit(lambda x, d: lax.dot_general(x, d, numbers) * 2.0 + 1.0)(x, d)
     np.testing.assert_array_equal(np.asarray(jitted), want * np.float32(2) + np.float32(1))
+
+
+@pytest.mark.parametrize("name", ["reduce_window_sum", "reduce_window_max", "select_and_scatter_add",
+                                  "select_and_gather_add"])  # fmt: skip
+@pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 1, 3, 2), (1, 0, 2, 3)])
+def test_windowed_kernels_on_transposed_operands_have_the_bits_of_c_order(name, perm):
+    # an operand in another memory order (an NCHW view of NHWC memory) is worked on in that order when it
+    # keeps the windowed axes in theirs (else as it is): the same choices at ties, the same sums
+    kernel = make_kernels(np)[name]
+    shape = (3, 4, 9, 8)
+    base = RNG.integers(-2, 3, [shape[i] for i in perm]).astype(np.float32)  # many ties
+    operand = base.transpose(np.argsort(perm))
+    assert not operand.flags.c_contiguous
+    params = {"window_dimensions": (1, 1, 3, 2), "window_strides": (1, 1, 2, 2), "base_dilation": (1, 1, 1, 1),
+              "padding": ((0, 0), (0, 0), (1, 1), (0, 1)), "window_dilation": (1, 1, 1, 1)}  # fmt: skip
+    if name.startswith("select"):
+        params["select_prim"] = "ge"
+    if name == "select_and_scatter_add":
+        pooled_shape = (3, 4, 5, 4)
+        args = (RNG.standard_normal(pooled_shape).astype(np.float32), operand)
+    elif name == "select_and_gather_add":
+        args = (RNG.standard_normal(shape).astype(np.float32), operand)
+    else:
+        args = (operand,)
+    want = kernel(*(np.ascontiguousarray(a) for a in args), **params)
+    got = kernel(*args, **params)
+    assert got.shape == want.shape and np.ascontiguousarray(got).tobytes() == want.tobytes()

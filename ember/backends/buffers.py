@@ -65,7 +65,7 @@ def ufunc_for(eqn: Any, kernel: Callable[..., Any]) -> np.ufunc | None:
 def out_kernel(eqn: Any) -> bool:
     """Whether `eqn` is not a ufunc but its kernel writes a large result into an `out=` buffer of the
     program's (C-contiguous, of the result's shape and dtype) and otherwise returns new memory. (The
-    result lives in that buffer; dot_general's may be a view of it in another order.)"""
+    result lives in that buffer, maybe as a view of it in another order.)"""
     if len(eqn.outvars) != 1 or _nbytes(eqn.outvars[0]) < KEEP_MIN_BYTES:
         return False
     dtype = eqn.outvars[0].aval.dtype

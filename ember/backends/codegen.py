@@ -252,8 +252,8 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             if unsure:
                 checks = " and ".join(f"{name_of(v)}.flags.c_contiguous" for v in dict.fromkeys(unsure))
                 buffer = f"({buffer} if {checks} else None)"
-            elif i not in plan.fresh or eqn.primitive.name != "dot_general":
-                c_order.add(eqn.outvars[0])  # (dot_general may lay its result out otherwise in `out`'s memory)
+            elif i not in plan.fresh:  # (an out= kernel may lay its result out otherwise in `out`'s memory)
+                c_order.add(eqn.outvars[0])
             fn = op_name(eqn.primitive) if i in plan.fresh else ufunc_name(eqn)
             call = f"{fn}({', '.join(args)}, out={buffer})"
         else:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ember.backends import special
 from ember.backends.communicators import collective_kernels
-from ember.backends.kernels_conv import conv_kernels
+from ember.backends.kernels_conv import c_order_of, conv_kernels
 from ember.backends.kernels_eigen import eigen_kernels
 from ember.backends.kernels_fft import fft_kernels
 from ember.backends.kernels_indexing import make_indexing_kernels
@@ -192,8 +192,8 @@ def _select_bits(which, on_true, on_false, out=None):
     The passes are few and follow memory: `a` (read twice) is an operand laid out like the result;
     the mask is made on `which`'s own elements (a mask broadcast over vmapped axes stays small); a
     case of one value (relu's 0) takes a single pass, ``b & m``. Operands laid out alike but not in C
-    order (transposed views, a convolution's NHWC result) are worked on in their order, with one copy
-    into `out` at the end."""
+    order (transposed views, a convolution's NHWC result) are worked on in their order: the result is
+    then a transposed view, of `out`'s memory when `out` is given."""
     dtype = on_false.dtype
     ints = _SIGNED_OF[dtype.itemsize]
     if not which.shape == on_true.shape == on_false.shape:
@@ -201,23 +201,21 @@ def _select_bits(which, on_true, on_false, out=None):
         which, on_true, on_false = (np.broadcast_to(x, shape) for x in (which, on_true, on_false))
     t, f = on_true.view(ints), on_false.view(ints)
     t_one, f_one = not any(t.strides), not any(f.strides)  # one value broadcast
+    a_is_f = f_one if t_one or f_one else f.flags.c_contiguous or not t.flags.c_contiguous
+    a, b = (f, t) if a_is_f else (t, f)
+    one_value = not any(a.strides)
+    lead = which if t_one and f_one else b if one_value else a
+    perm = None if lead.flags.c_contiguous else c_order_of(lead)
+    if perm is not None and (out is None or t_one and f_one or not one_value or which.transpose(perm).flags.c_contiguous):
+        into = None if out is None else out.reshape(-1).reshape([out.shape[i] for i in perm])
+        res = _select_bits(which.transpose(perm), on_true.transpose(perm), on_false.transpose(perm), into)
+        return res.transpose(np.argsort(perm))
     if t_one and f_one:  # two values (maximum's derivative: 1, 0.5): f ^ (which * (f ^ t)), two passes
         res = np.multiply(
             which.view(np.int8), t.flat[0] ^ f.flat[0], dtype=ints, out=None if out is None else out.view(ints)
         )
         np.bitwise_xor(res, f.flat[0], out=res)
         return out if out is not None else res.view(dtype)
-    a_is_f = f_one if t_one or f_one else f.flags.c_contiguous or not t.flags.c_contiguous
-    a, b = (f, t) if a_is_f else (t, f)
-    one_value = not any(a.strides)
-    lead = b if one_value else a
-    perm = None if lead.flags.c_contiguous else _c_order_of(lead)
-    if perm is not None and (out is None or not one_value or which.transpose(perm).flags.c_contiguous):
-        res = _select_bits(which.transpose(perm), on_true.transpose(perm), on_false.transpose(perm))
-        if out is None:
-            return res.transpose(np.argsort(perm))
-        np.copyto(out.transpose(perm), res)  # one strided pass, where writing `out` in place would be three
-        return out
     pick_b = _mask_of(which, ints, invert=not a_is_f)
     res = None if out is None else out.view(ints)
     if one_value:
@@ -239,12 +237,6 @@ def _mask_of(which, ints, invert):
     if invert:  # 0 -> all ones, 1 -> 0, in one pass
         return np.subtract(which.view(np.int8), 1, dtype=ints, order="C")
     return np.negative(which.view(np.int8), dtype=ints, order="C")  # 1 -> all ones
-
-
-def _c_order_of(x):
-    """The axis order in which strided view `x` is C-contiguous (a transposed array), or None."""
-    perm = sorted(range(x.ndim), key=lambda i: -x.strides[i])
-    return perm if x.transpose(perm).flags.c_contiguous else None
 
 
 def _int_div(xp, x, y):

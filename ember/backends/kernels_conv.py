@@ -44,12 +44,46 @@ def conv_kernels(xp: ModuleType) -> dict[str, Any]:
     """The kernels of ember.core.primitives.conv for array module `xp`."""
     return {
         "conv_general_dilated": lambda lhs, rhs, **p: conv_general_dilated(xp, lhs, rhs, **p),
-        "reduce_window_sum": lambda x, **p: reduce_window(xp, x, "sum", **p),
-        "reduce_window_max": lambda x, **p: reduce_window(xp, x, "max", **p),
-        "reduce_window_min": lambda x, **p: reduce_window(xp, x, "min", **p),
-        "select_and_scatter_add": lambda source, operand, **p: select_and_scatter_add(xp, source, operand, **p),
-        "select_and_gather_add": lambda tangents, operand, **p: select_and_gather_add(xp, tangents, operand, **p),
+        "reduce_window_sum": _in_memory_order(xp, lambda x, **p: reduce_window(xp, x, "sum", **p)),
+        "reduce_window_max": _in_memory_order(xp, lambda x, **p: reduce_window(xp, x, "max", **p)),
+        "reduce_window_min": _in_memory_order(xp, lambda x, **p: reduce_window(xp, x, "min", **p)),
+        "select_and_scatter_add": _in_memory_order(xp, lambda src, x, **p: select_and_scatter_add(xp, src, x, **p)),
+        "select_and_gather_add": _in_memory_order(xp, lambda t, x, **p: select_and_gather_add(xp, t, x, **p)),
     }
+
+
+_PER_AXIS = ("window_dimensions", "window_strides", "padding", "base_dilation", "window_dilation")
+
+
+def _in_memory_order(xp, kernel):
+    """A windowed kernel (reduce_window, select_and_{scatter,gather}_add) run with the axes in the order
+    of its last operand's memory, when that operand is a transposed array (an NCHW view of a
+    convolution's NHWC result) and the order keeps the windowed axes in theirs (so the window offsets,
+    and with them the ties' winners and a sum's rounding, go in the same order): its strided slices
+    then read runs of memory, and results come back as transposed views (2x2 max-pool backward of
+    (64, 32, 26, 26) NHWC memory: 3.2 -> 0.5 ms, select_n's too, as in cnn_grad_b64)."""
+    if xp is not np:
+        return kernel
+
+    def run(*arrays, **params):
+        x = arrays[-1]
+        perm = None if x.flags.c_contiguous or x.ndim < 2 else c_order_of(x)
+        if perm is None:
+            return kernel(*arrays, **params)
+        windowed = [a for a in perm if params["window_dimensions"][a] > 1]
+        if windowed != sorted(windowed):
+            return kernel(*arrays, **params)
+        moved = {k: (tuple(v[a] for a in perm) if k in _PER_AXIS else v) for k, v in params.items()}
+        out = kernel(*(a.transpose(perm) for a in arrays), **moved)
+        return out.transpose(np.argsort(perm))
+
+    return run
+
+
+def c_order_of(x):
+    """The axis order in which strided view `x` is C-contiguous (a transposed array), or None."""
+    perm = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    return perm if x.transpose(perm).flags.c_contiguous else None
 
 
 # --- padding and strided views ----------------------------------------------------------
