@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import ml_dtypes
 import numpy as np
@@ -171,20 +172,27 @@ def test_dot_general_of_a_stack_and_a_transposed_matrix_is_one_2d_dot(rhs_shape)
 @pytest.mark.parametrize("lhs_shape, rhs_shape", [((6, 40), (6, 3)), ((6, 3), (6, 40)), ((6, 4, 5), (6, 2, 3)),
                                                   ((1, 7), (1, 7)), ((0, 5), (0, 2)), ((64, 256), (64, 10))])  # fmt: skip
 def test_dot_general_outer_products_are_products_of_the_elements(lhs_shape, rhs_shape):
-    # a batch of outer products (per-example weight gradients): laid out with the longer free axis
-    # innermost in memory, a transposed view when that is the left operand's; each element one product
+    # a batch of outer products (per-example weight gradients); with any_order (jit, for a result only
+    # elementwise code, reductions or the caller read) laid out with the longer free axis innermost in
+    # memory, a transposed view when that is the left operand's; each element one product
     dot_general = make_kernels(np)["dot_general"]
     lhs, rhs = RNG.standard_normal(lhs_shape).astype(np.float32), RNG.standard_normal(rhs_shape).astype(np.float32)
     left = lhs.reshape(*lhs_shape, *(1,) * (len(rhs_shape) - 1))
     want = left * rhs.reshape(rhs_shape[0], *(1,) * (len(lhs_shape) - 1), *rhs_shape[1:])
     numbers = (((), ()), ((0,), (0,)))
     out = np.full(want.shape, np.nan, np.float32)
-    for got in (dot_general(lhs, rhs, dimension_numbers=numbers),
-                dot_general(lhs, rhs, dimension_numbers=numbers, out=out)):  # fmt: skip
-        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    for any_order in (False, True):
+        for got in (dot_general(lhs, rhs, dimension_numbers=numbers, any_order=any_order),
+                    dot_general(lhs, rhs, dimension_numbers=numbers, out=out, any_order=any_order)):  # fmt: skip
+            assert got.shape == want.shape and np.ascontiguousarray(got).tobytes() == want.tobytes()
+            assert got.flags.c_contiguous or any_order
     x, d = enp.asarray(lhs), enp.asarray(rhs)
-    jitted = ember.jit(lambda x, d: lax.dot_general(x, d, numbers) * 2.0 + 1.0)(x, d)
-    np.testing.assert_array_equal(np.asarray(jitted), want * np.float32(2) + np.float32(1))
+    elementwise = ember.jit(lambda x, d: lax.dot_general(x, d, numbers) * 2.0 + 1.0)
+    np.testing.assert_array_equal(np.asarray(elementwise(x, d)), want * np.float32(2) + np.float32(1))
+    flattened = ember.jit(lambda x, d: lax.dot_general(x, d, numbers).reshape(want.shape[0], math.prod(want.shape[1:])))
+    assert "any_order" not in flattened.lower(x, d).source
+    assert "any_order" in elementwise.lower(x, d).source or want.size == 0  # (empty: no ufunc code)
+    np.testing.assert_array_equal(np.asarray(flattened(x, d)), want.reshape(want.shape[0], math.prod(want.shape[1:])))
 
 
 @pytest.mark.parametrize("name", ["reduce_window_sum", "reduce_window_max", "select_and_scatter_add",

@@ -148,6 +148,9 @@ class Namer:
         return f"    {target} = {call}"
 
 
+_ORDER_FREE_READERS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "select_n"})
+
+
 def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]], name: str = "program",
                     donated: Sequence[int] = ()) -> Compiled:  # fmt: skip
     """Generate, compile and return the Python function that runs `program` on raw buffers.
@@ -226,6 +229,17 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
 
     items = plan_fusion(program, kernel_for)
     plan = plan_buffers(program, kernel_for, items, donated)
+    # Results that only elementwise code, reductions or the caller read: a kernel may lay them out in
+    # whichever order it computes fastest (dot_general's `any_order`); a reshape or a contraction would
+    # have to copy a transposed one back.
+    readers: dict[Any, list[Any]] = {}
+    for item in items:
+        for v in item.inputs:
+            readers.setdefault(v, []).append(item)
+
+    def any_order(v: Any) -> bool:
+        return all(type(r) is Fused or ufunc_for(r, kernel_for(r.primitive)) is not None
+                   or r.primitive.name in _ORDER_FREE_READERS for r in readers.get(v, ()))  # fmt: skip
     c_order: set[Any] = set()  # variables known to be C-contiguous: results in buffers of the program's
     kept: list[tuple[tuple[int, ...], Any]] = []  # shapes and dtypes of the buffers kept between calls
     recycled: list[tuple[tuple[int, ...], Any]] = []  # ... and of those recycled
@@ -240,6 +254,8 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             continue
         args = [name_of(v) for v in eqn.inputs]
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
+        if eqn.primitive.name == "dot_general" and any_order(eqn.outvars[0]):
+            args.append("any_order=True")
         how = plan.alloc.get(i, [None])[0]
         if i in plan.into:  # the result goes into a dead buffer (see buffers.py)
             call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[plan.into[i]]})"

@@ -564,10 +564,12 @@ def _highest(dtype):
 # --- contraction -----------------------------------------------------------------------------
 
 
-def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None, out=None):
+def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None, out=None,
+                any_order=False):  # fmt: skip
     """Contract by moving axes to (batch, free, contract) and calling one matmul. `out`, when given,
-    is a C-contiguous buffer of the result's shape and dtype (that of both operands) to write into; the
-    result is then in its memory, though not always in C order (see `_outer_products`)."""
+    is a C-contiguous buffer of the result's shape and dtype (that of both operands) to write into.
+    `any_order` (generated code, for a result that only elementwise code, reductions or the caller
+    read): the result may be laid out in another order (see `_outer_products`), in `out`'s memory."""
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = out_dtype
@@ -590,28 +592,29 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None, preferred_el
             into = out.reshape((rows, *rhs.shape[1:])) if out is not None and out.flags.c_contiguous else None
             result = xp.dot(lhs.reshape(rows, lhs.shape[-1]), rhs, out=into).reshape(lhs.shape[:-1] + rhs.shape[1:])
     else:
-        result = _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out)
+        result = _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out, any_order)
     if out_dtype == np.bool_:
         return result != 0
     return result.astype(out_dtype, copy=False)
 
 
-def _outer_products(xp, a, c, shape, out=None):
+def _outer_products(xp, a, c, shape, out=None, any_order=False):
     """A batch of outer products, ``a (b, m)`` times ``c (b, n)`` -> (b, m, n) reshaped to `shape`
     (per-example weight gradients). BLAS does these as k=1 matrix products, several times slower than
-    einsum's product loop, whose inner loop runs along the result's last axis: when n is the shorter
-    (a dense layer's 10 classes), the products are laid out (b, n, m) in memory and returned as a
-    transposed view, (64, 256) x (64, 10): 72 -> 27 us. `out` (a C-ordered buffer of `shape`) then
-    holds them in that layout."""
+    einsum's product loop, whose inner loop runs along the result's last axis. With `any_order`, when
+    n is the shorter (a dense layer's 10 classes), the products are laid out (b, n, m) in memory and
+    returned as a transposed view, (64, 256) x (64, 10): 72 -> 27 us (`out`, a C-ordered buffer of
+    `shape`, then holds them in that layout). A reshape of that view would copy it (1.4x the time
+    saved): hence only where nothing but elementwise code, reductions or the caller reads it."""
     nb, m, n = a.shape[0], a.shape[1], c.shape[1]
     into = None if out is None else out.reshape(-1)  # (CuPy's einsum takes no `out`; only NumPy's code passes one)
-    if n < m:
+    if any_order and n < m:
         result = xp.einsum("bi,bj->bji", a, c, out=None if into is None else into.reshape(nb, n, m))
         return result.swapaxes(1, 2).reshape(shape)
     return xp.einsum("bi,bj->bij", a, c, out=None if into is None else into.reshape(nb, m, n)).reshape(shape)
 
 
-def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None):
+def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None, any_order=False):
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     batch = [lhs.shape[i] for i in lb]
@@ -621,7 +624,8 @@ def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None):
     nb, m, n = math.prod(batch), math.prod(lfree), math.prod(rfree)
     if k == 1:
         return _outer_products(xp, lhs.transpose([*lb, *lf, *lc]).reshape(nb, m),
-                               rhs.transpose([*rb, *rc, *rf]).reshape(nb, n), tuple(batch + lfree + rfree), out)  # fmt: skip
+                               rhs.transpose([*rb, *rc, *rf]).reshape(nb, n), tuple(batch + lfree + rfree), out,
+                               any_order)  # fmt: skip
     a = lhs.transpose([*lb, *lf, *lc]).reshape(nb, m, k)
     c = rhs.transpose([*rb, *rc, *rf]).reshape(nb, k, n)
     if nb == 1:
