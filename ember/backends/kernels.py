@@ -472,12 +472,14 @@ def pad_kernel(xp, x, value, config):
 _EINSUM_SUMS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 
-def _inner_axis_kept(x, axes) -> bool:
-    """Whether the axis of `x` that runs along memory (its smallest stride) is not one of `axes`."""
+def _kept_inner_length(x, axes) -> int:
+    """The length of the axis of `x` that runs along memory (its smallest stride), or 0 when that axis
+    is one of `axes`."""
     if x.flags.c_contiguous and x.shape[-1] > 1:
-        return x.ndim - 1 not in axes
-    inner = min((i for i in range(x.ndim) if x.shape[i] > 1), key=lambda i: abs(x.strides[i]), default=None)
-    return inner is not None and inner not in axes
+        inner = x.ndim - 1
+    else:
+        inner = min((i for i in range(x.ndim) if x.shape[i] > 1), key=lambda i: abs(x.strides[i]), default=None)
+    return 0 if inner is None or inner in axes else x.shape[inner]
 
 
 def _reductions(xp: ModuleType) -> dict[str, Any]:
@@ -491,14 +493,17 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
         return kernel
 
     def sum_kernel(x, *, axes):
-        # Summing across rows (a per-channel sum of NHWC memory, a column sum): the ufunc's reduce runs
-        # an inner loop per row, as short as the kept axis; einsum adds whole rows, in the same order
-        # (one after another), so the bits are the same: (64, 36, 8) over axis 1: 28 -> 8 us.
-        if x.ndim > 1 and x.dtype in _EINSUM_SUMS and x.size and _inner_axis_kept(x, axes):
+        # Summing across short rows (a per-channel sum of NHWC memory, a column sum): the ufunc's reduce
+        # runs an inner loop per row, as short as the kept axis; einsum adds whole rows, in the same
+        # order (one after another), so the bits are the same: (64, 36, 8) over axis 1: 28 -> 8 us.
+        # (Below ~1024 elements, along rows longer than 64, or over a few rows, einsum's own cost is the
+        # larger.)
+        if (x.size >= 1024 and x.dtype in _EINSUM_SUMS and math.prod(x.shape[a] for a in axes) >= 8
+                and 1 < _kept_inner_length(x, axes) <= 64):  # fmt: skip
             return np.einsum(x, range(x.ndim), [i for i in range(x.ndim) if i not in axes])
-        return ordinary_sum(x, axes=axes)
-
-    ordinary_sum = accumulating(np.add.reduce if xp is np else xp.sum)
+        if x.dtype in _LOW_PRECISION:
+            return np.add.reduce(x.astype(np.float32), axis=tuple(axes)).astype(x.dtype)
+        return np.add.reduce(x, axis=tuple(axes), dtype=x.dtype)
 
     def extremum(fn, identity_of):
         def kernel(x, *, axes):
@@ -528,7 +533,7 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
     # NumPy's sum/prod/max/min are these ufuncs' reduce behind a Python wrapper (~1 us a call)
     numpy = xp is np
     return {
-        "reduce_sum": sum_kernel if numpy else ordinary_sum,
+        "reduce_sum": sum_kernel if numpy else accumulating(xp.sum),
         "reduce_prod": accumulating(np.multiply.reduce if numpy else xp.prod),
         "reduce_max": extremum(np.maximum.reduce if numpy else xp.max, _lowest),
         "reduce_min": extremum(np.minimum.reduce if numpy else xp.min, _highest),
