@@ -206,7 +206,8 @@ def _select_bits(which, on_true, on_false, out=None):
     one_value = not any(a.strides)
     lead = which if t_one and f_one else b if one_value else a
     perm = None if lead.flags.c_contiguous else c_order_of(lead)
-    if perm is not None and (out is None or t_one and f_one or not one_value or which.transpose(perm).flags.c_contiguous):
+    in_order = out is None or t_one and f_one or not one_value
+    if perm is not None and (in_order or which.transpose(perm).flags.c_contiguous):
         into = None if out is None else out.reshape(-1).reshape([out.shape[i] for i in perm])
         res = _select_bits(which.transpose(perm), on_true.transpose(perm), on_false.transpose(perm), into)
         return res.transpose(np.argsort(perm))
