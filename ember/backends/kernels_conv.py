@@ -32,6 +32,7 @@ import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
 from ember.backends.kernels_conv_grads import by_input, by_window, input_first_pays, window_first_pays
+from ember.backends.strided import move_axis, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -131,7 +132,7 @@ def _unpad(xp, y, shape, config):
 def _as_strided(xp, x, shape, strides):
     # CuPy's as_strided lives in cupy.lib.stride_tricks too, without `writeable`.
     if xp is np:
-        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+        return strided_view(x, shape, strides)
     return xp.lib.stride_tricks.as_strided(x, shape, strides)
 
 
@@ -173,19 +174,19 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     # Groups first, channels last: (groups, N / batch groups, spatial..., C / feature groups), so that a
     # group's window (vmap's per-example weight gradient: one channel a group) is read in runs; lhs batch
     # b = g * (N / groups) + n, lhs feature c = g * (C / groups) + i.
-    x = xp.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
+    x = lhs.transpose((lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
     batch, channels = x.shape[0], x.shape[-1]
     if groups == 1:
         x = x[None]
     elif batch_group_count > 1:
         x = x.reshape(groups, batch // groups, *x.shape[1:])
     else:
-        x = xp.moveaxis(x.reshape(*x.shape[:-1], groups, channels // groups), -2, 0)
+        x = move_axis(x.reshape(*x.shape[:-1], groups, channels // groups), -2, 0)
     config = [(0, 0, 0), (0, 0, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)), (0, 0, 0)]
     x = pad(xp, x.astype(compute, copy=False), 0, config)
     x = xp.ascontiguousarray(x)  # one copy at most: a no-op after padding, or a view already in this layout
     # kernel (groups, O / groups, window..., I): out feature o = g * (O / groups) + j
-    w = xp.transpose(rhs, (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])).astype(compute, copy=False)
+    w = rhs.transpose((rhs_spec[0], *rhs_spec[2:], rhs_spec[1])).astype(compute, copy=False)
     window, out_features = w.shape[1:-1], w.shape[0]
     out_batch = x.shape[1]
     out_sp = tuple(_out_size(p, _dilate(k, r), s)
@@ -202,7 +203,7 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
         kernel = xp.swapaxes(w.reshape(groups, out_features // groups, patch), 1, 2)  # (groups, patch, O / groups)
         out = _im2col_matmul(xp, view, kernel, 1 + n + 1)  # (groups, positions, O / groups)
         if groups > 1:
-            out = xp.moveaxis(out, 0, -2)
+            out = move_axis(out, 0, -2)
         out = out.reshape(out_batch, *out_sp, out_features)
     out = _to_out_spec(xp, out, out_spec)
     if out_dtype == np.bool_:
@@ -217,7 +218,7 @@ def _to_out_spec(xp, out, out_spec):
     perm = [0] * (n + 2)
     for axis, position in zip((0, n + 1, *range(1, n + 1)), out_spec):
         perm[position] = axis
-    return xp.transpose(out, perm)
+    return out.transpose(perm)
 
 
 _WAYS: dict[tuple, str | None] = {}  # _numpy_way's answers by shapes and parameters
@@ -262,9 +263,9 @@ def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, r
     out_spec's layout."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     # (features = groups, spatial..., batch): the batch innermost, as an NHWC operand holds it
-    x = np.transpose(lhs, (lhs_spec[1], *lhs_spec[2:], lhs_spec[0])).astype(compute, copy=False)
+    x = lhs.transpose((lhs_spec[1], *lhs_spec[2:], lhs_spec[0])).astype(compute, copy=False)
     x = pad(np, x, 0, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
-    w = np.transpose(rhs, rhs_spec).astype(compute, copy=False)  # (out features, 1, window...)
+    w = rhs.transpose(rhs_spec).astype(compute, copy=False)  # (out features, 1, window...)
     w = w.reshape(groups, w.shape[0] // groups, *w.shape[2:])
     out = by_window(x, w, strides=strides, rhs_dilation=rhs_dilation)
     # (groups, out features / groups, out spatial..., batch) -> (batch, out spatial..., out features)
@@ -276,8 +277,8 @@ def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, r
 def _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation):
     """The convolution by `by_input` (col2im), in out_spec's layout."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    x = np.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])).astype(compute, copy=False)
-    w = np.transpose(rhs, (rhs_spec[1], rhs_spec[0], *rhs_spec[2:])).astype(compute, copy=False)
+    x = lhs.transpose((lhs_spec[0], *lhs_spec[2:], lhs_spec[1])).astype(compute, copy=False)
+    w = rhs.transpose((rhs_spec[1], rhs_spec[0], *rhs_spec[2:])).astype(compute, copy=False)
     return _to_out_spec(np, by_input(x, w, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation),
                         out_spec)  # fmt: skip
 
@@ -288,21 +289,21 @@ def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, p
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if rhs.shape[rhs_spec[1]] != 1:  # several in features per group: the general way
         return None
-    x = np.transpose(lhs, lhs_spec).astype(compute, copy=False)  # (batch, features, spatial...)
+    x = lhs.transpose(lhs_spec).astype(compute, copy=False)  # (batch, features, spatial...)
     batch, features, spatial = x.shape[0], x.shape[1], x.shape[2:]
     if batch_groups:
         x = x.reshape(groups, batch // groups, *x.shape[1:])
     else:  # feature groups (or one group): features (group, in features)
         x = np.swapaxes(x.reshape(batch, groups, features // groups, *spatial), 0, 1)
-    w = np.transpose(rhs, rhs_spec).astype(compute, copy=False)  # (out features, in features, window...)
+    w = rhs.transpose(rhs_spec).astype(compute, copy=False)  # (out features, in features, window...)
     w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
     out = flat_conv(x, w, strides=strides, padding=padding, rhs_dilation=rhs_dilation)
     if out is None:
         return None
     # (groups, out features / groups, batch, spatial...) -> (batch, out features, spatial...) -> out_spec
-    out = np.moveaxis(out, 2, 0)
+    out = move_axis(out, 2, 0)
     out = out.reshape(out.shape[0], -1, *out.shape[3:])
-    return np.transpose(out, np.argsort(out_spec))
+    return out.transpose(np.argsort(out_spec))
 
 
 def _im2col_matmul(xp, view, kernel, lead):

@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from ember.backends.strided import move_axis, strided_view
+
 __all__ = ["flat_conv"]
 
 
@@ -97,12 +99,11 @@ def _by_output(x, w, sp, out_sp, rhs_dilation):
         shape, view_strides, layout = (batch, row), (s_batch, item), (out_sp[0], *sp[1:])
         plane = row
     cols = np.empty((groups, *window, *shape), dtype=x.dtype)
-    view = np.lib.stride_tricks.as_strided(x, (groups, *window, *shape[:-1], run), (s_group, *offsets, *view_strides),
-                                           writeable=False)  # fmt: skip
+    view = strided_view(x, (groups, *window, *shape[:-1], run), (s_group, *offsets, *view_strides))
     cols[..., :run] = view
     cols[..., run:] = 0  # positions after the last output: finite, so that they stay in the cropped columns
     # (positions, window) @ (window, features), the operands laid out as the general path's (module docstring)
     out = np.matmul(cols.reshape(groups, kernel.shape[2], batch * plane).swapaxes(1, 2), kernel.swapaxes(1, 2))
     out = out.reshape(groups, batch, *layout, out_f)
     out = out[(slice(None), slice(None), *(slice(0, o) for o in out_sp), slice(None))]
-    return np.moveaxis(out, -1, 1)
+    return move_axis(out, -1, 1)

@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 
+from ember.backends.strided import strided_view
+
 __all__ = ["BY_INPUT_MAX_WINDOW", "MAX_MATRIX_BYTES", "by_input", "by_window", "input_first_pays", "window_first_pays"]
 
 BY_INPUT_MAX_WINDOW = 64  # window offsets (one strided add each) up to which `by_input` may be taken
@@ -66,11 +68,10 @@ def by_window(x, w, *, strides, rhs_dilation):
     features, window = w.shape[1], w.shape[2:]
     out_sp = tuple(_out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
     s_group, *s_sp, s_batch = x.strides
-    view = np.lib.stride_tricks.as_strided(
+    view = strided_view(
         x,
         (groups, *window, *out_sp, batch),
         (s_group, *(s * r for s, r in zip(s_sp, rhs_dilation)), *(s * st for s, st in zip(s_sp, strides)), s_batch),
-        writeable=False,
     )
     cols = view.reshape(groups, math.prod(window), -1)  # the one copy: rows of (out row x batch) runs
     out = np.matmul(w.reshape(groups, features, -1), cols)
