@@ -32,7 +32,7 @@ import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
 from ember.backends.kernels_conv_grads import by_input, by_window, input_first_pays, window_first_pays
-from ember.backends.strided import move_axis, strided_view
+from ember.backends.strided import move_axis, out_size, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -143,10 +143,6 @@ def _window_slices(out_shape, window_dimensions, window_strides, window_dilation
                     for k, d, m, s in zip(offset, window_dilation, out_shape, window_strides))  # fmt: skip
 
 
-def _out_size(padded: int, window: int, stride: int) -> int:
-    return (padded - window) // stride + 1 if padded >= window else 0
-
-
 # --- convolution ----------------------------------------------------------------------------
 
 
@@ -189,7 +185,7 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     w = rhs.transpose((rhs_spec[0], *rhs_spec[2:], rhs_spec[1])).astype(compute, copy=False)
     window, out_features = w.shape[1:-1], w.shape[0]
     out_batch = x.shape[1]
-    out_sp = tuple(_out_size(p, _dilate(k, r), s)
+    out_sp = tuple(out_size(p, _dilate(k, r), s)
                    for p, k, r, s in zip(x.shape[2:-1], window, rhs_dilation, window_strides))  # fmt: skip
     patch = math.prod(window) * w.shape[-1]
     positions = out_batch * math.prod(out_sp)
@@ -237,7 +233,7 @@ def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, r
     spatial = [lhs_shape[a] for a in lhs_spec[2:]]
     window = [rhs_shape[a] for a in rhs_spec[2:]]
     padded = [lo + _dilate(s, d) + hi for s, (lo, hi), d in zip(spatial, padding, lhs_dilation)]
-    out_sp = [_out_size(p, _dilate(k, r), st) for p, k, r, st in zip(padded, window, rhs_dilation, strides)]
+    out_sp = [out_size(p, _dilate(k, r), st) for p, k, r, st in zip(padded, window, rhs_dilation, strides)]
     in_f, out_f = lhs_shape[lhs_spec[1]], rhs_shape[rhs_spec[0]]
     groups = max(feature_groups, batch_groups)
     batch = lhs_shape[lhs_spec[0]]
@@ -358,7 +354,7 @@ def reduce_window(xp, x, kind, *, window_dimensions, window_strides, padding, ba
     compute = _F32 if kind == "sum" and x.dtype in _LOW_PRECISION else x.dtype
     config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)]
     xp_ = pad(xp, x, init, config)
-    out_shape = tuple(_out_size(p, _dilate(w, d), s)
+    out_shape = tuple(out_size(p, _dilate(w, d), s)
                       for p, w, d, s in zip(xp_.shape, window_dimensions, window_dilation, window_strides))  # fmt: skip
     if math.prod(out_shape) == 0:
         return xp.full(out_shape, init, dtype=x.dtype)
@@ -497,7 +493,7 @@ def select_and_gather_add(xp, tangents, operand, **params):
     select_and_scatter_add in its source, and the tangent of max/min pooling."""
     config = [(lo, hi, b - 1) for (lo, hi), b in zip(params["padding"], params["base_dilation"])]
     padded = [_spread(n, *c)[2] for n, c in zip(operand.shape, config)]
-    out_shape = tuple(_out_size(p, _dilate(w, d), s) for p, w, d, s in
+    out_shape = tuple(out_size(p, _dilate(w, d), s) for p, w, d, s in
                       zip(padded, params["window_dimensions"], params["window_dilation"], params["window_strides"]))  # fmt: skip
     compute = _F32 if tangents.dtype in _LOW_PRECISION else tangents.dtype
     if math.prod(out_shape) == 0:

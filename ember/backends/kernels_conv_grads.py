@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from ember.backends.strided import strided_view
+from ember.backends.strided import out_size, strided_view
 
 __all__ = ["BY_INPUT_MAX_WINDOW", "MAX_MATRIX_BYTES", "by_input", "by_window", "input_first_pays", "window_first_pays"]
 
@@ -66,7 +66,7 @@ def by_window(x, w, *, strides, rhs_dilation):
     """
     groups, spatial, batch = x.shape[0], x.shape[1:-1], x.shape[-1]
     features, window = w.shape[1], w.shape[2:]
-    out_sp = tuple(_out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
+    out_sp = tuple(out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
     s_group, *s_sp, s_batch = x.strides
     view = strided_view(
         x,
@@ -102,7 +102,7 @@ def by_input(x, w, *, padding, lhs_dilation, rhs_dilation):
     batch, spatial, in_f = x.shape[0], x.shape[1:-1], x.shape[-1]
     out_f, window = w.shape[1], w.shape[2:]
     padded = [lo + (s - 1) * d + 1 + hi if s else lo + hi for s, (lo, hi), d in zip(spatial, padding, lhs_dilation)]
-    out_sp = tuple(_out_size(p, (k - 1) * r + 1, 1) for p, k, r in zip(padded, window, rhs_dilation))
+    out_sp = tuple(out_size(p, (k - 1) * r + 1, 1) for p, k, r in zip(padded, window, rhs_dilation))
     out = np.zeros((batch, *out_sp, out_f), dtype=np.result_type(x, w))
     if 0 in out.shape or 0 in x.shape or 0 in window:
         return out
@@ -112,12 +112,12 @@ def by_input(x, w, *, padding, lhs_dilation, rhs_dilation):
     product = np.matmul(x.reshape(-1, in_f), w.reshape(in_f, -1)).reshape(batch, *spatial, out_f, -1)
     for k, offset in enumerate(itertools.product(*map(range, window))):
         dst, src = [slice(None)], [slice(None)]
-        for size, out_size, o, (lo, _), d, r in zip(spatial, out_sp, offset, padding, lhs_dilation, rhs_dilation):
+        for size, extent, o, (lo, _), d, r in zip(spatial, out_sp, offset, padding, lhs_dilation, rhs_dilation):
             # output p reads padded position p + o * r, which holds input i where p + o * r - lo = i * d
             shift = lo - o * r
             first = shift if shift >= 0 else shift % d  # the first p >= 0 that lands on an input element
             i0 = (first - shift) // d
-            count = min(size - i0, -(-(out_size - first) // d)) if first < out_size else 0
+            count = min(size - i0, -(-(extent - first) // d)) if first < extent else 0
             if count <= 0:
                 break
             dst.append(slice(first, first + (count - 1) * d + 1, d))
@@ -125,7 +125,3 @@ def by_input(x, w, *, padding, lhs_dilation, rhs_dilation):
         else:
             out[tuple(dst)] += product[(*src, slice(None), k)]
     return out
-
-
-def _out_size(padded: int, window: int, stride: int) -> int:
-    return (padded - window) // stride + 1 if padded >= window else 0

@@ -1,4 +1,5 @@
-"""Strided views and axis moves of NumPy arrays without the cost of NumPy's Python wrappers.
+"""Strided (window) views and axis moves of NumPy arrays without the cost of NumPy's Python wrappers,
+and the number of positions a window takes along an axis.
 
 ``np.lib.stride_tricks.as_strided`` (2.3 us a call) and ``np.moveaxis`` (2.2 us) are Python functions
 around a constructor and a transpose (0.3 and 0.1 us). A convolution kernel makes a few of each per
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["move_axis", "strided_view"]
+__all__ = ["move_axis", "out_size", "strided_view"]
 
 
 def strided_view(x, shape, strides):
@@ -37,3 +38,13 @@ def move_axis(x, source: int, destination: int):
     perm = list(range(x.ndim))
     perm.insert(destination % x.ndim, perm.pop(source % x.ndim))
     return x.transpose(perm)
+
+
+def out_size(padded: int, window: int, stride: int) -> int:
+    """How many positions a window of `window` elements takes along an axis of `padded` elements, moving
+    `stride` at a time (0 when it does not fit).
+
+    >>> out_size(8, 3, 2)
+    3
+    """
+    return (padded - window) // stride + 1 if padded >= window else 0
