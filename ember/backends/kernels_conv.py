@@ -22,10 +22,11 @@ adds the source back through the same strided slices; select_and_gather_add
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -149,86 +150,134 @@ def _window_slices(out_shape, window_dimensions, window_strides, window_dilation
 def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                          feature_group_count=1, batch_group_count=1, precision=None, preferred_element_type=None):  # fmt: skip
     """XLA's ConvGeneralDilated as pad + strided window view + one (batched) matmul."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    n = len(lhs_spec) - 2
-    out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
-    compute = _F32 if out_dtype in _LOW_PRECISION else np.dtype(np.int32) if out_dtype == np.bool_ else out_dtype
-    groups = max(feature_group_count, batch_group_count)
-    if xp is np:
-        way = _numpy_way(lhs.shape, rhs.shape, compute.itemsize, window_strides, padding, lhs_dilation, rhs_dilation,
-                         dimension_numbers, feature_group_count, batch_group_count)  # fmt: skip
+    plan = _plan(lhs.shape, rhs.shape, lhs.dtype, preferred_element_type, window_strides, padding, lhs_dilation,
+                 rhs_dilation, dimension_numbers, feature_group_count, batch_group_count)  # fmt: skip
+    compute, out_dtype, groups = plan.compute, plan.out_dtype, plan.groups
+    if xp is np and plan.way is not None:
         out = None
-        if way == "flat":
+        if plan.way == "flat":
             out = _flat(lhs, rhs, compute, groups, batch_group_count > 1, dimension_numbers, window_strides, padding,
                         rhs_dilation)  # fmt: skip
-        elif way == "by_window":
+        elif plan.way == "by_window":
             out = _by_window(lhs, rhs, compute, groups, dimension_numbers, window_strides, padding, rhs_dilation)
-        elif way == "by_input":
+        elif plan.way == "by_input":
             out = _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation)
         if out is not None:
             return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
     # Groups first, channels last: (groups, N / batch groups, spatial..., C / feature groups), so that a
     # group's window (vmap's per-example weight gradient: one channel a group) is read in runs; lhs batch
     # b = g * (N / groups) + n, lhs feature c = g * (C / groups) + i.
-    x = lhs.transpose((lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
-    batch, channels = x.shape[0], x.shape[-1]
-    if groups == 1:
-        x = x[None]
-    elif batch_group_count > 1:
-        x = x.reshape(groups, batch // groups, *x.shape[1:])
-    else:
-        x = move_axis(x.reshape(*x.shape[:-1], groups, channels // groups), -2, 0)
-    config = [(0, 0, 0), (0, 0, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)), (0, 0, 0)]
-    x = pad(xp, x.astype(compute, copy=False), 0, config)
+    x = lhs.transpose(plan.lhs_perm)
+    x = x[None] if groups == 1 else x.reshape(plan.grouped).transpose(plan.group_perm)
+    x = x.astype(compute, copy=False)
+    if plan.padding is not None:
+        x = pad(xp, x, 0, plan.padding)
     x = xp.ascontiguousarray(x)  # one copy at most: a no-op after padding, or a view already in this layout
     # kernel (groups, O / groups, window..., I): out feature o = g * (O / groups) + j
-    w = rhs.transpose((rhs_spec[0], *rhs_spec[2:], rhs_spec[1])).astype(compute, copy=False)
-    window, out_features = w.shape[1:-1], w.shape[0]
-    out_batch = x.shape[1]
-    out_sp = tuple(out_size(p, _dilate(k, r), s)
-                   for p, k, r, s in zip(x.shape[2:-1], window, rhs_dilation, window_strides))  # fmt: skip
-    patch = math.prod(window) * w.shape[-1]
-    positions = out_batch * math.prod(out_sp)
-    if positions * out_features == 0 or patch == 0:
-        out = xp.zeros((out_batch, *out_sp, out_features), dtype=compute)
+    w = rhs.transpose(plan.rhs_perm).astype(compute, copy=False)
+    if plan.view_shape is None:
+        out = xp.zeros(plan.out_shape, dtype=compute)
     else:
-        s_group, s_batch, *s_sp, s_chan = x.strides
-        moves = [s * st for s, st in zip(s_sp, window_strides)] + [s * r for s, r in zip(s_sp, rhs_dilation)]
-        shape = (groups, out_batch, *out_sp, *window, x.shape[-1])
-        view = _as_strided(xp, x, shape, (s_group, s_batch, *moves, s_chan))
-        kernel = xp.swapaxes(w.reshape(groups, out_features // groups, patch), 1, 2)  # (groups, patch, O / groups)
-        out = _im2col_matmul(xp, view, kernel, 1 + n + 1)  # (groups, positions, O / groups)
+        view = _as_strided(xp, x, plan.view_shape, plan.view_strides)
+        kernel = w.reshape(plan.kernel_shape).transpose(0, 2, 1)  # (groups, patch, O / groups)
+        out = _im2col_matmul(xp, view, kernel, len(plan.out_shape))  # (groups, positions, O / groups)
         if groups > 1:
             out = move_axis(out, 0, -2)
-        out = out.reshape(out_batch, *out_sp, out_features)
-    out = _to_out_spec(xp, out, out_spec)
+        out = out.reshape(plan.out_shape)
+    # an NCHW result is left NHWC in memory, which the next convolution's channels-last transpose then gets
+    # for free
+    out = out.transpose(plan.out_perm)
     if out_dtype == np.bool_:
         return out != 0
     return out.astype(out_dtype, copy=False)
 
 
 def _to_out_spec(xp, out, out_spec):
-    """A result laid out (N, spatial..., O) as out_spec says; left as a view: an NCHW result is NHWC in
-    memory, which the next convolution's channels-last transpose then gets for free."""
-    n = out.ndim - 2
+    """A result laid out (N, spatial..., O) as out_spec says; left as a view (see conv_general_dilated)."""
+    return out.transpose(_out_perm(out_spec))
+
+
+def _out_perm(out_spec):
+    """The transpose that takes a (N, spatial..., O) result to out_spec's layout."""
+    n = len(out_spec) - 2
     perm = [0] * (n + 2)
     for axis, position in zip((0, n + 1, *range(1, n + 1)), out_spec):
         perm[position] = axis
-    return out.transpose(perm)
+    return tuple(perm)
 
 
-_WAYS: dict[tuple, str | None] = {}  # _numpy_way's answers by shapes and parameters
+class _Plan(NamedTuple):
+    """What a convolution's shapes and parameters decide, worked out once per signature (`_plan`): the
+    general way's transposes, padding, window view and result shape, and the NumPy way that takes it."""
+
+    way: str | None  # NumPy's way: "flat", "by_window", "by_input", or None for the general way
+    compute: np.dtype  # the dtype the products are computed in
+    out_dtype: np.dtype
+    groups: int
+    lhs_perm: tuple  # lhs -> (N, spatial..., C)
+    grouped: tuple | None  # its shape with the groups split out (feature groups: before moving them first)
+    group_perm: tuple | None  # the transpose that moves the groups first
+    padding: list | None  # lax.pad's config of (groups, N / groups, spatial..., C / groups), None if none
+    rhs_perm: tuple  # rhs -> (O, window..., I)
+    view_shape: tuple | None  # (groups, N / groups, out spatial..., window..., C / groups); None if empty
+    view_strides: tuple | None  # its byte strides over the C-contiguous padded operand
+    kernel_shape: tuple  # (groups, O / groups, patch)
+    out_shape: tuple  # (N / batch groups, out spatial..., O)
+    out_perm: tuple  # out_shape -> out_spec's layout
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(lhs_shape, rhs_shape, dtype, preferred_element_type, strides, padding, lhs_dilation, rhs_dilation,
+          dimension_numbers, feature_groups, batch_groups) -> _Plan:  # fmt: skip
+    """The convolution's `_Plan`, kept per signature, so that a program's repeated calls only run the
+    array operations (working these out cost 9 us of a 40 us convolution in a small CNN's jitted
+    per-example gradients)."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    out_dtype = dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    compute = _F32 if out_dtype in _LOW_PRECISION else np.dtype(np.int32) if out_dtype == np.bool_ else out_dtype
+    groups = max(feature_groups, batch_groups)
+    lhs_perm = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
+    x_shape = tuple(lhs_shape[a] for a in lhs_perm)  # (N, spatial..., C)
+    batch, channels = x_shape[0], x_shape[-1]
+    grouped = group_perm = None
+    if groups == 1:
+        x_shape = (1, *x_shape)
+    elif batch_groups > 1:
+        grouped, group_perm = (groups, batch // groups, *x_shape[1:]), tuple(range(len(x_shape) + 1))
+        x_shape = grouped
+    else:
+        grouped = (*x_shape[:-1], groups, channels // groups)
+        group_perm = (len(x_shape) - 1, *range(len(x_shape) - 1), len(x_shape))
+        x_shape = tuple(grouped[a] for a in group_perm)
+    config = [(0, 0, 0), (0, 0, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)), (0, 0, 0)]
+    padded = [lo + _dilate(n, d + 1) + hi for n, (lo, hi, d) in zip(x_shape, config)]
+    rhs_perm = (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])
+    window, out_features = tuple(rhs_shape[a] for a in rhs_spec[2:]), rhs_shape[rhs_spec[0]]
+    out_batch = padded[1]
+    out_sp = tuple(out_size(p, _dilate(k, r), s) for p, k, r, s in zip(padded[2:-1], window, rhs_dilation, strides))
+    patch = math.prod(window) * padded[-1]
+    view_shape = view_strides = None
+    if out_batch * math.prod(out_sp) * out_features and patch:
+        contiguous = [compute.itemsize * math.prod(padded[a + 1 :]) for a in range(len(padded))]
+        s_group, s_batch, *s_sp, s_chan = contiguous
+        moves = [s * st for s, st in zip(s_sp, strides)] + [s * r for s, r in zip(s_sp, rhs_dilation)]
+        view_shape = (groups, out_batch, *out_sp, *window, padded[-1])
+        view_strides = (s_group, s_batch, *moves, s_chan)
+    return _Plan(
+        way=_numpy_way(lhs_shape, rhs_shape, compute.itemsize, strides, padding, lhs_dilation, rhs_dilation,
+                       dimension_numbers, feature_groups, batch_groups),  # fmt: skip
+        compute=compute, out_dtype=out_dtype, groups=groups, lhs_perm=lhs_perm, grouped=grouped,
+        group_perm=group_perm, padding=None if all(c == (0, 0, 0) for c in config) else config,
+        rhs_perm=rhs_perm, view_shape=view_shape, view_strides=view_strides,
+        kernel_shape=(groups, out_features // groups, patch), out_shape=(out_batch, *out_sp, out_features),
+        out_perm=_out_perm(out_spec),
+    )  # fmt: skip
 
 
 def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                feature_groups, batch_groups):  # fmt: skip
     """Which NumPy way computes this convolution: "flat", "by_window", "by_input" or None (the general
-    way), from the shapes and parameters alone (kept, so that a program's repeated calls only look it up)."""
-    key = (lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-           feature_groups, batch_groups)  # fmt: skip
-    way = _WAYS.get(key, False)
-    if way is not False:
-        return way
+    way), from the shapes and parameters alone."""
     lhs_spec, rhs_spec, _ = dimension_numbers
     spatial = [lhs_shape[a] for a in lhs_spec[2:]]
     window = [rhs_shape[a] for a in rhs_spec[2:]]
@@ -237,21 +286,18 @@ def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, r
     in_f, out_f = lhs_shape[lhs_spec[1]], rhs_shape[rhs_spec[0]]
     groups = max(feature_groups, batch_groups)
     batch = lhs_shape[lhs_spec[0]]
-    way = None
     if 0 in lhs_shape or 0 in rhs_shape or 0 in out_sp:
-        pass
-    elif rhs_shape[rhs_spec[1]] == 1 and all(d == 1 for d in lhs_dilation):  # one in feature per group
+        return None
+    if rhs_shape[rhs_spec[1]] == 1 and all(d == 1 for d in lhs_dilation):  # one in feature per group
         if all(st == 1 for st in strides) and math.prod(out_sp) >= math.prod(window):
-            way = "flat"
-        elif batch_groups == 1 and window_first_pays(groups, batch, window, out_sp, itemsize):
-            way = "by_window"
-    elif (groups == 1 and all(st == 1 for st in strides)
-          and input_first_pays(batch, spatial, window, out_sp, in_f, out_f, itemsize)):  # fmt: skip
-        way = "by_input"
-    if len(_WAYS) >= 1024:
-        _WAYS.clear()
-    _WAYS[key] = way
-    return way
+            return "flat"
+        if batch_groups == 1 and window_first_pays(groups, batch, window, out_sp, itemsize):
+            return "by_window"
+        return None
+    if (groups == 1 and all(st == 1 for st in strides)
+            and input_first_pays(batch, spatial, window, out_sp, in_f, out_f, itemsize)):  # fmt: skip
+        return "by_input"
+    return None
 
 
 def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, rhs_dilation):
