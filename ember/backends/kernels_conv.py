@@ -77,7 +77,7 @@ def _in_memory_order(xp, kernel):
             return kernel(*arrays, **params)
         moved = {k: (tuple(v[a] for a in perm) if k in _PER_AXIS else v) for k, v in params.items()}
         out = kernel(*(a.transpose(perm) for a in arrays), **moved)
-        return out.transpose(np.argsort(perm))
+        return out.transpose(_inverse(tuple(perm)))
 
     return run
 
@@ -197,6 +197,13 @@ def _to_out_spec(xp, out, out_spec):
     return out.transpose(_out_perm(out_spec))
 
 
+@functools.lru_cache(maxsize=64)
+def _inverse(perm):
+    """The inverse of permutation `perm`."""
+    return tuple(int(a) for a in np.argsort(perm))
+
+
+@functools.lru_cache(maxsize=64)
 def _out_perm(out_spec):
     """The transpose that takes a (N, spatial..., O) result to out_spec's layout."""
     n = len(out_spec) - 2
@@ -306,7 +313,8 @@ def _by_window(lhs, rhs, compute, groups, dimension_numbers, strides, padding, r
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     # (features = groups, spatial..., batch): the batch innermost, as an NHWC operand holds it
     x = lhs.transpose((lhs_spec[1], *lhs_spec[2:], lhs_spec[0])).astype(compute, copy=False)
-    x = pad(np, x, 0, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
+    if any(map(any, padding)):
+        x = pad(np, x, 0, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
     w = rhs.transpose(rhs_spec).astype(compute, copy=False)  # (out features, 1, window...)
     w = w.reshape(groups, w.shape[0] // groups, *w.shape[2:])
     out = by_window(x, w, strides=strides, rhs_dilation=rhs_dilation)
@@ -336,7 +344,7 @@ def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, p
     if batch_groups:
         x = x.reshape(groups, batch // groups, *x.shape[1:])
     else:  # feature groups (or one group): features (group, in features)
-        x = np.swapaxes(x.reshape(batch, groups, features // groups, *spatial), 0, 1)
+        x = x.reshape(batch, groups, features // groups, *spatial).swapaxes(0, 1)
     w = rhs.transpose(rhs_spec).astype(compute, copy=False)  # (out features, in features, window...)
     w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
     out = flat_conv(x, w, strides=strides, padding=padding, rhs_dilation=rhs_dilation)
@@ -345,7 +353,7 @@ def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, p
     # (groups, out features / groups, batch, spatial...) -> (batch, out features, spatial...) -> out_spec
     out = move_axis(out, 2, 0)
     out = out.reshape(out.shape[0], -1, *out.shape[3:])
-    return out.transpose(np.argsort(out_spec))
+    return out.transpose(_inverse(out_spec))
 
 
 def _im2col_matmul(xp, view, kernel, lead):

@@ -24,19 +24,21 @@ The result is (batch, spatial..., features) in memory, as the general path's.
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from ember.backends.strided import move_axis, strided_view
+from ember.backends.strided import strided_view
 
 __all__ = ["flat_conv"]
 
 
-def _contiguous_spatial(x, first: int) -> bool:
-    """Whether the axes of `x` from `first` on are row-major contiguous (one flat axis)."""
-    expected = x.itemsize
-    for size, stride in zip(reversed(x.shape[first:]), reversed(x.strides[first:])):
+def _contiguous_spatial(shape, byte_strides, itemsize: int, first: int) -> bool:
+    """Whether the axes from `first` on are row-major contiguous (one flat axis)."""
+    expected = itemsize
+    for size, stride in zip(reversed(shape[first:]), reversed(byte_strides[first:])):
         if size != 1 and stride != expected:
             return False
         expected *= size
@@ -56,19 +58,72 @@ def flat_conv(x, w, *, strides, padding, rhs_dilation):
     >>> flat_conv(x, w, strides=(1, 1), padding=((0, 0), (0, 0)), rhs_dilation=(1, 1))[0, 0, 0, 0]
     array([12., 16., 20., 24.])
     """
-    window = w.shape[3:]
-    if x.shape[2] != 1 or any(s != 1 for s in strides) or 0 in x.shape or 0 in w.shape:
+    plan = _plan(x.shape, x.strides, x.itemsize, w.shape, strides, padding, rhs_dilation)
+    if plan is None:
+        return None
+    if plan.pad:
+        x = _pad(x, padding)
+    elif plan.copy:
+        x = np.ascontiguousarray(x)
+    groups, out_f = w.shape[:2]
+    kernel = w.reshape(groups, out_f, -1)
+    cols = np.empty(plan.cols_shape, dtype=x.dtype)
+    run = plan.run
+    cols[..., :run] = strided_view(x, (*plan.cols_shape[:-1], run), plan.view_strides)
+    cols[..., run:] = 0  # positions after the last output: finite, so that they stay in the cropped columns
+    # (positions, window) @ (window, features), the operands laid out as the general path's (module docstring)
+    out = np.matmul(cols.reshape(groups, kernel.shape[2], -1).swapaxes(1, 2), kernel.swapaxes(1, 2))
+    return out.reshape(plan.out_shape)[plan.crop].transpose(plan.out_perm)
+
+
+class _Plan(NamedTuple):
+    """What the flat way does with operands of these shapes and strides, worked out once (`_plan`)."""
+
+    pad: bool  # pad the spatial axes (a new array)
+    copy: bool  # copy x to make its spatial axes one flat axis
+    cols_shape: tuple  # (groups, *window, batch x plane) or (groups, *window, batch, row): the im2col matrix
+    run: int  # the copied run of positions (the rest of each row of cols is zeroed)
+    view_strides: tuple  # the byte strides of x's view that fills cols[..., :run]
+    out_shape: tuple  # the product (groups, batch, *layout, out features)
+    crop: tuple  # its output positions
+    out_perm: tuple  # -> (groups, out features, batch, *out spatial)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape, byte_strides, itemsize, w_shape, strides, padding, rhs_dilation):
+    """flat_conv's `_Plan` for x of `shape` and `byte_strides` and w of `w_shape`, or None where the flat
+    way does not apply; kept per signature (working it out cost as much as a small layer's copy and
+    matmul: 13 of 27 us)."""
+    window = w_shape[3:]
+    if shape[2] != 1 or any(s != 1 for s in strides) or 0 in shape or 0 in w_shape:
         return None
     dilated = [(k - 1) * r + 1 for k, r in zip(window, rhs_dilation)]
-    sp = [s + lo + hi for s, (lo, hi) in zip(x.shape[3:], padding)]
+    sp = [s + lo + hi for s, (lo, hi) in zip(shape[3:], padding)]
     out_sp = [s - d + 1 for s, d in zip(sp, dilated)]
     if min(out_sp) < 1 or math.prod(out_sp) < math.prod(window):  # a weight gradient: the general way
         return None
-    if any(p != (0, 0) for p in padding):
-        x = _pad(x, padding)
-    elif not _contiguous_spatial(x, 3):
-        x = np.ascontiguousarray(x)
-    return _by_output(x, w, sp, out_sp, rhs_dilation)
+    pad = any(p != (0, 0) for p in padding)
+    copy = not pad and not _contiguous_spatial(shape, byte_strides, itemsize, 3)
+    if pad or copy:  # a new C-contiguous array
+        byte_strides = tuple(itemsize * math.prod((*shape[:3], *sp)[a + 1 :]) for a in range(len(shape)))
+    groups, batch = shape[:2]
+    out_f = w_shape[1]
+    flat = [math.prod(sp[d + 1 :]) for d in range(len(sp))]
+    plane = math.prod(sp)
+    run = sum((o - 1) * f for o, f in zip(out_sp, flat)) + 1  # flat positions that hold an image's outputs
+    s_group, s_batch = byte_strides[:2]
+    offsets = tuple(r * f * itemsize for r, f in zip(rhs_dilation, flat))
+    if batch == 1 or s_batch == plane * itemsize:  # images one after another: one run over the whole batch
+        run += (batch - 1) * plane
+        positions, view_strides, layout = (batch * plane,), (itemsize,), sp
+    else:  # a run per image, laid out with its row lengths
+        row = out_sp[0] * flat[0]
+        positions, view_strides, layout = (batch, row), (s_batch, itemsize), (out_sp[0], *sp[1:])
+    n = len(out_sp)
+    return _Plan(pad=pad, copy=copy, cols_shape=(groups, *window, *positions), run=run,
+                 view_strides=(s_group, *offsets, *view_strides), out_shape=(groups, batch, *layout, out_f),
+                 crop=(slice(None), slice(None), *(slice(0, o) for o in out_sp), slice(None)),
+                 out_perm=(0, n + 2, 1, *range(2, n + 2)))  # fmt: skip
 
 
 def _pad(x, padding):
@@ -79,31 +134,3 @@ def _pad(x, padding):
     out = np.zeros(shape, dtype=x.dtype)
     out[(slice(None),) * 3 + tuple(slice(max(0, lo), max(0, lo) + s) for s, (lo, _) in zip(x.shape[3:], padding))] = x
     return out
-
-
-def _by_output(x, w, sp, out_sp, rhs_dilation):
-    groups, batch = x.shape[:2]
-    out_f, window = w.shape[1], w.shape[3:]
-    item = x.itemsize
-    flat = [math.prod(sp[d + 1 :]) for d in range(len(sp))]
-    plane = math.prod(sp)
-    run = sum((o - 1) * f for o, f in zip(out_sp, flat)) + 1  # flat positions that hold an image's outputs
-    s_group, s_batch = x.strides[:2]
-    offsets = tuple(r * f * item for r, f in zip(rhs_dilation, flat))
-    kernel = w.reshape(groups, out_f, math.prod(window))
-    if batch == 1 or s_batch == plane * item:  # images one after another: one run over the whole batch
-        run += (batch - 1) * plane
-        shape, view_strides, layout = (batch * plane,), (item,), sp
-    else:  # a run per image, laid out with its row lengths
-        row = out_sp[0] * flat[0]
-        shape, view_strides, layout = (batch, row), (s_batch, item), (out_sp[0], *sp[1:])
-        plane = row
-    cols = np.empty((groups, *window, *shape), dtype=x.dtype)
-    view = strided_view(x, (groups, *window, *shape[:-1], run), (s_group, *offsets, *view_strides))
-    cols[..., :run] = view
-    cols[..., run:] = 0  # positions after the last output: finite, so that they stay in the cropped columns
-    # (positions, window) @ (window, features), the operands laid out as the general path's (module docstring)
-    out = np.matmul(cols.reshape(groups, kernel.shape[2], batch * plane).swapaxes(1, 2), kernel.swapaxes(1, 2))
-    out = out.reshape(groups, batch, *layout, out_f)
-    out = out[(slice(None), slice(None), *(slice(0, o) for o in out_sp), slice(None))]
-    return move_axis(out, -1, 1)

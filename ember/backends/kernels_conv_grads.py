@@ -65,18 +65,23 @@ def by_window(x, w, *, strides, rhs_dilation):
     array([[180., 216.],
            [324., 360.]])
     """
-    groups, spatial, batch = x.shape[0], x.shape[1:-1], x.shape[-1]
-    features, window = w.shape[1], w.shape[2:]
-    out_sp = tuple(out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
-    s_group, *s_sp, s_batch = x.strides
-    view = strided_view(
-        x,
-        (groups, *window, *out_sp, batch),
-        (s_group, *(s * r for s, r in zip(s_sp, rhs_dilation)), *(s * st for s, st in zip(s_sp, strides)), s_batch),
-    )
-    cols = view.reshape(groups, math.prod(window), -1)  # the one copy: rows of (out row x batch) runs
+    groups, features = x.shape[0], w.shape[1]
+    shape, view_strides, out_sp = _window_view(x.shape, x.strides, w.shape[2:], strides, rhs_dilation)
+    cols = strided_view(x, shape, view_strides).reshape(groups, math.prod(w.shape[2:]), -1)  # the one copy
     out = np.matmul(w.reshape(groups, features, -1), cols)
-    return out.reshape(groups, features, *out_sp, batch)
+    return out.reshape(groups, features, *out_sp, shape[-1])
+
+
+@functools.lru_cache(maxsize=256)
+def _window_view(shape, byte_strides, window, strides, rhs_dilation):
+    """by_window's strided view of x (groups, *window, *out spatial, batch) and its output spatial shape,
+    kept per geometry: rows of (out row x batch) runs."""
+    spatial, batch = shape[1:-1], shape[-1]
+    out_sp = tuple(out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
+    s_group, *s_sp, s_batch = byte_strides
+    view_strides = (s_group, *(s * r for s, r in zip(s_sp, rhs_dilation)), *(s * st for s, st in zip(s_sp, strides)),
+                    s_batch)  # fmt: skip
+    return (shape[0], *window, *out_sp, batch), view_strides, out_sp
 
 
 def input_first_pays(batch: int, spatial, window, out_sp, in_f: int, out_f: int, itemsize: int) -> bool:
