@@ -270,15 +270,12 @@ def _plan(lhs_shape, rhs_shape, dtype, preferred_element_type, strides, padding,
         moves = [s * st for s, st in zip(s_sp, strides)] + [s * r for s, r in zip(s_sp, rhs_dilation)]
         view_shape = (groups, out_batch, *out_sp, *window, padded[-1])
         view_strides = (s_group, s_batch, *moves, s_chan)
-    return _Plan(
-        way=_numpy_way(lhs_shape, rhs_shape, compute.itemsize, strides, padding, lhs_dilation, rhs_dilation,
-                       dimension_numbers, feature_groups, batch_groups),  # fmt: skip
-        compute=compute, out_dtype=out_dtype, groups=groups, lhs_perm=lhs_perm, grouped=grouped,
-        group_perm=group_perm, padding=None if all(c == (0, 0, 0) for c in config) else config,
-        rhs_perm=rhs_perm, view_shape=view_shape, view_strides=view_strides,
-        kernel_shape=(groups, out_features // groups, patch), out_shape=(out_batch, *out_sp, out_features),
-        out_perm=_out_perm(out_spec),
-    )  # fmt: skip
+    way = _numpy_way(lhs_shape, rhs_shape, compute.itemsize, strides, padding, lhs_dilation, rhs_dilation,
+                     dimension_numbers, feature_groups, batch_groups)  # fmt: skip
+    padding_config = None if all(c == (0, 0, 0) for c in config) else config
+    return _Plan(way, compute, out_dtype, groups, lhs_perm, grouped, group_perm, padding_config, rhs_perm, view_shape,
+                 view_strides, (groups, out_features // groups, patch), (out_batch, *out_sp, out_features),
+                 _out_perm(out_spec))  # fmt: skip
 
 
 def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
