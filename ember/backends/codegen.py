@@ -31,6 +31,7 @@ import numpy as np
 
 from ember.backends.buffers import Arena, plan_buffers, ufunc_for
 from ember.backends.fusion import Fused, plan_fusion
+from ember.backends.tiled import tiled_binary
 
 __all__ = ["Compiled", "compile_program"]
 
@@ -69,6 +70,17 @@ def _names() -> Any:
 
 
 _PARAM_NAMESPACE = {"dtype": np.dtype, "inf": float("inf"), "nan": float("nan"), "np": np}
+
+
+def _bias_like(eqn: Any) -> bool:
+    """Whether ufunc equation `eqn` combines a large operand of its result's shape with a small array
+    broadcast against it (at most an eighth of its size), as a bias is added to an activation."""
+    if len(eqn.inputs) != 2:
+        return False
+    out = eqn.outvars[0].aval
+    big, small = sorted(eqn.inputs, key=lambda v: -v.aval.size)
+    return (big.aval.shape == out.shape and type(small).__name__ == "Var" and small.aval.size > 1
+            and small.aval.size * 8 <= out.size)  # fmt: skip
 
 
 def _literal(value: Any) -> str | None:
@@ -265,13 +277,15 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             # A ufunc lays out a new result like its operands; into a C-ordered buffer, a transposed
             # operand would be read across memory (several times slower): then let NumPy allocate.
             unsure = [] if i in plan.fresh else [v for v in eqn.inputs if v not in c_order and v.aval.shape == aval.shape]
-            if unsure:
-                checks = " and ".join(f"{name_of(v)}.flags.c_contiguous" for v in dict.fromkeys(unsure))
-                buffer = f"({buffer} if {checks} else None)"
-            elif i not in plan.fresh:  # (an out= kernel may lay its result out otherwise in `out`'s memory)
-                c_order.add(eqn.outvars[0])
             fn = op_name(eqn.primitive) if i in plan.fresh else ufunc_name(eqn)
             call = f"{fn}({', '.join(args)}, out={buffer})"
+            if unsure:
+                checks = " and ".join(f"{name_of(v)}.flags.c_contiguous" for v in dict.fromkeys(unsure))
+                # a transposed operand and a small one broadcast against it (a bias): see tiled.py
+                other = f"_tiled({fn}, {', '.join(args)})" if _bias_like(eqn) else f"{fn}({', '.join(args)}, out=None)"
+                call = f"({call} if {checks} else {other})"
+            elif i not in plan.fresh:  # (an out= kernel may lay its result out otherwise in `out`'s memory)
+                c_order.add(eqn.outvars[0])
         else:
             call = f"{op_name(eqn.primitive)}({', '.join(args)})"
         lines.append(namer.assignment(eqn, call))
@@ -283,7 +297,8 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
     source = "\n".join([*(f"{key} = {text}" for text, key in literals.items()), *lines]) + "\n"
 
     filename = f"<ember-jit-{next(_counter)}-{fn_name}>"
-    namespace = {"ops": SimpleNamespace(**ops), "np": np, "_arena": Arena(kept, recycled), **_PARAM_NAMESPACE, **consts}
+    namespace = {"ops": SimpleNamespace(**ops), "np": np, "_arena": Arena(kept, recycled), "_tiled": tiled_binary,
+                 **_PARAM_NAMESPACE, **consts}  # fmt: skip
     code = compile(source, filename, "exec")
     exec(code, namespace)  # noqa: S102 - the generated program is the product
     # Tracebacks and debuggers read source lines through linecache: register ours under its file name.
