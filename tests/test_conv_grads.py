@@ -1,6 +1,7 @@
 """The gradient-shaped convolutions (ember/backends/kernels_conv_grads.py) against the naive loops of
 conv_reference.py: `by_window` (one in feature per feature group, fewer output positions than window
-elements: vmap's per-example weight gradients) and `by_input` (col2im: full padding, input dilation),
+elements: vmap's per-example weight gradients), `by_input` (col2im: full padding, input dilation) and
+`features_first` (one group, fewer output positions than window elements: a batch's weight gradients),
 on 1 to 3 spatial dimensions, strides and dilations, explicit (also negative) padding, shuffled
 layouts and several dtypes; and per-example gradients of a small CNN, which take both, against a
 Python loop of `grad`."""
@@ -21,8 +22,8 @@ SPATIAL_LETTERS = "HWD"
 
 @pytest.fixture
 def taken(monkeypatch):
-    """For each of the two ways, whether each convolution asked took it (False: it declined)."""
-    calls = {"_by_window": [], "_by_input": []}
+    """For each of the three ways, whether each convolution asked took it (False: it declined)."""
+    calls = {"_by_window": [], "_by_input": [], "_features_first": []}
     for name, record in calls.items():
         real = getattr(kernels_conv, name)
 
@@ -86,6 +87,28 @@ def input_case(seed: int):
     return lhs_shape, rhs_shape, (1,) * n, padding, kwargs
 
 
+def features_case(seed: int):
+    """A batch's weight gradient's shape: one group, several (batch) features, outputs smaller than the
+    window, one lhs batch row (the first layer's one channel) or several."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 4))
+    kernel = [int(v) for v in rng.integers(2, 6 if n < 3 else 4, size=n)]
+    out = [int(rng.integers(1, min(k, 3))) for k in kernel]
+    strides = tuple(int(v) for v in rng.integers(1, 3, size=n))
+    rhs_dilation = [int(v) for v in rng.integers(1, 3, size=n)]
+    padding = [tuple(int(v) for v in rng.integers(-1, 3, size=2)) for _ in range(n)]
+    padded = [(o - 1) * s + dilate(k, r) for o, s, k, r in zip(out, strides, kernel, rhs_dilation)]
+    sizes = [p - lo - hi for p, (lo, hi) in zip(padded, padding)]
+    padding = [(lo, hi) if s >= 1 else (lo, hi + s - 1) for s, (lo, hi) in zip(sizes, padding)]
+    sizes = [max(s, 1) for s in sizes]
+    batch = 1 if seed % 3 == 0 else int(rng.integers(2, 5))
+    features = int(rng.integers(2, 5))
+    specs = _specs(rng, n)
+    lhs_shape, rhs_shape = _shapes(specs, batch, features, features + int(rng.integers(0, 3)), features, sizes, kernel)
+    kwargs = {"rhs_dilation": tuple(rhs_dilation), "dimension_numbers": specs}
+    return lhs_shape, rhs_shape, strides, padding, kwargs
+
+
 def _check(lhs_shape, rhs_shape, strides, padding, kwargs, seed):
     rng = np.random.default_rng(4000 + seed)
     lhs = rng.integers(-4, 5, size=lhs_shape).astype(np.int32)
@@ -112,6 +135,28 @@ def test_by_input_matches_the_loop_reference(seed, taken):
     assert taken["_by_input"] == [True, True], "by_input declined a case it is meant to take"
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_features_first_matches_the_loop_reference(seed, taken):
+    _check(*features_case(seed), seed)
+    assert taken["_features_first"] == [True, True], "features_first declined a case it is meant to take"
+
+
+def test_features_first_reads_a_backward_pass_operands_as_they_lie(taken):
+    # a first and a second layer's weight gradients as a backward pass asks for them: the input and the
+    # output gradient NCHW views of NHWC memory, the batch as the contracted features ("CNHW"/"IOHW")
+    rng = np.random.default_rng(11)
+    for channels, out_channels, hw in ((1, 6, 12), (5, 7, 9)):
+        x = np.ascontiguousarray(rng.standard_normal((8, hw, hw, channels)).astype(np.float32)).transpose(0, 3, 1, 2)
+        g = np.ascontiguousarray(rng.standard_normal((8, hw - 2, hw - 2, out_channels)).astype(np.float32))
+        g = g.transpose(0, 3, 1, 2)
+        kwargs = {"dimension_numbers": ("CNHW", "IOHW", "CNHW")}
+        got = lax.conv_general_dilated(x, g, (1, 1), "VALID", **kwargs)
+        want = conv_ref(x, g, (1, 1), "VALID", **kwargs)
+        assert got.shape == (out_channels, channels, 3, 3)  # (the kernel's gradient: OIHW)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-4)
+    assert taken["_features_first"] == [True, True]
+
+
 def test_by_input_crops_negative_padding(taken):
     # a dilated input cropped on one side (-1) and padded on the other: the shifts start inside it
     for lhs_shape, rhs_shape, padding, kwargs in [
@@ -123,16 +168,18 @@ def test_by_input_crops_negative_padding(taken):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.bool_, np.complex64, np.int8])
-def test_both_ways_keep_the_dtype(dtype, taken):
+def test_the_ways_keep_the_dtype(dtype, taken):
     rng = np.random.default_rng(7)
 
     def draw(shape):
         v = rng.standard_normal(shape)
         return (v > 0) if dtype == np.bool_ else (2 * v).astype(dtype)
 
-    cases = [  # a per-example weight gradient (4 groups, batch 5), and an input gradient (full padding)
+    cases = [  # a per-example weight gradient (4 groups, batch 5), an input gradient (full padding), and a
+        # batch's weight gradient (two batch rows, padded)
         (draw((5, 4, 5, 6)), draw((8, 1, 4, 4)), (1, 1), "VALID", {"feature_group_count": 4}),
         (draw((2, 6, 3, 4)), draw((2, 6, 3, 3)), (1, 1), [(2, 2), (2, 2)], {}),
+        (draw((2, 3, 5, 6)), draw((4, 3, 5, 5)), (1, 1), [(1, 0), (0, 1)], {}),
     ]
     for x, w, strides, padding, kwargs in cases:
         got = lax.conv_general_dilated(x, w, strides, padding, **kwargs)
@@ -145,7 +192,7 @@ def test_both_ways_keep_the_dtype(dtype, taken):
         else:
             np.testing.assert_allclose(np.asarray(got).astype(np.complex128), want,
                                        rtol=1e-2 if dtype == np.float16 else 1e-5, atol=1e-2)  # fmt: skip
-    assert taken == {"_by_window": [True], "_by_input": [True]}
+    assert taken == {"_by_window": [True], "_by_input": [True], "_features_first": [True]}
 
 
 def test_by_window_reads_an_nhwc_operand_and_strided_kernels(taken):
@@ -167,7 +214,7 @@ def test_the_ways_decline_what_they_do_not_take(taken):
     lax.conv_general_dilated(x, w, (1, 1), "SAME")  # a forward convolution: im2col holds no padding to skip
     lax.conv_general_dilated(x, w[:, :1], (1, 1), "VALID", feature_group_count=3)  # output larger than window
     lax.conv_general_dilated(x, w, (2, 2), [(2, 2), (2, 2)])  # a stride: by_input declines
-    assert not any(taken["_by_window"]) and not any(taken["_by_input"])
+    assert not any(taken["_by_window"]) and not any(taken["_by_input"]) and not any(taken["_features_first"])
 
 
 def test_per_example_gradients_of_a_cnn_match_a_loop(taken):

@@ -9,8 +9,8 @@ with the kernel. Feature or batch groups become the matmul's batch
 dimension, so there is no Python loop over groups or output positions.
 With one input feature per group (a first layer on grey images) the channels-last
 copy would move runs of one element: kernels_conv_flat takes those instead, and
-kernels_conv_grads the shapes of a backward pass (per-example weight gradients,
-input gradients with full padding), which im2col serves badly.
+kernels_conv_grads the shapes of a backward pass (per-example and batch weight
+gradients, input gradients with full padding), which im2col serves badly.
 
 Windowed reductions pad with the monoid's identity and then combine the
 strided slices of the padded operand, one per window offset (a handful for
@@ -32,7 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
-from ember.backends.kernels_conv_grads import by_input, by_window, input_first_pays, window_first_pays
+from ember.backends.kernels_conv_grads import by_input, by_window, features_first, input_first_pays, window_first_pays
 from ember.backends.strided import move_axis, out_size, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -162,6 +162,8 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
             out = _by_window(lhs, rhs, compute, groups, dimension_numbers, window_strides, padding, rhs_dilation)
         elif plan.way == "by_input":
             out = _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_dilation)
+        elif plan.way == "features_first":
+            out = _features_first(lhs, rhs, compute, dimension_numbers, window_strides, padding, rhs_dilation)
         if out is not None:
             return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
     # Groups first, channels last: (groups, N / batch groups, spatial..., C / feature groups), so that a
@@ -301,6 +303,8 @@ def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, r
     if (groups == 1 and all(st == 1 for st in strides)
             and input_first_pays(batch, spatial, window, out_sp, in_f, out_f, itemsize)):  # fmt: skip
         return "by_input"
+    if groups == 1 and all(d == 1 for d in lhs_dilation) and math.prod(out_sp) < math.prod(window):
+        return "features_first"  # a weight gradient of a batch
     return None
 
 
@@ -328,6 +332,18 @@ def _by_input(lhs, rhs, compute, dimension_numbers, padding, lhs_dilation, rhs_d
     w = rhs.transpose((rhs_spec[1], rhs_spec[0], *rhs_spec[2:])).astype(compute, copy=False)
     return _to_out_spec(np, by_input(x, w, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation),
                         out_spec)  # fmt: skip
+
+
+def _features_first(lhs, rhs, compute, dimension_numbers, strides, padding, rhs_dilation):
+    """The convolution by `features_first` (a weight gradient of a batch), in out_spec's layout."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    x = lhs.transpose((lhs_spec[0], lhs_spec[1], *lhs_spec[2:])).astype(compute, copy=False)
+    if any(map(any, padding)):  # padded in the order of x's memory, which the padded copy keeps
+        perm = tuple(sorted(range(x.ndim), key=x.strides.__getitem__, reverse=True))
+        config = [(0, 0, 0), (0, 0, 0), *((lo, hi, 0) for lo, hi in padding)]
+        x = pad(np, x.transpose(perm), 0, [config[a] for a in perm]).transpose(_inverse(perm))
+    w = rhs.transpose((rhs_spec[0], rhs_spec[1], *rhs_spec[2:])).astype(compute, copy=False)
+    return _to_out_spec(np, features_first(x, w, strides=strides, rhs_dilation=rhs_dilation), out_spec)
 
 
 def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, padding, rhs_dilation):

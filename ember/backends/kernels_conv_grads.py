@@ -19,6 +19,16 @@ kernel. Two shapes that a network's backward pass makes are badly served:
   offset's slice of that product is added into the output at its shift
   (col2im): the work follows the input, not the zeros.
 
+* **Features first** (weight gradients of a batch: one group, an output smaller than its window):
+  the contracted "features" are the batch and the window is the output gradient's extent, and both
+  operands hold the batch outermost in memory (NHWC activations and gradients). The general way moves
+  the features innermost, which transposes both (a strided gather of the whole output gradient: 450
+  of a 730 us first-layer weight gradient at batch 64). Here the contraction runs over (features,
+  window) in that order, which the operands' memory serves as it is: the output gradient is one
+  matrix view, and the im2col copy of the input reads runs of a window row (one output feature) or of
+  an output row times the output features (several: the matrix is laid out (features x window,
+  output), and the product is computed the other way round).
+
 Each window's sum runs in another order than the general path's, so values
 may differ from it in the last place (the gradients' tolerance, not a
 forward pass's: `by_input` is only taken where im2col's matrix would be
@@ -35,7 +45,8 @@ import numpy as np
 
 from ember.backends.strided import out_size, strided_view
 
-__all__ = ["BY_INPUT_MAX_WINDOW", "MAX_MATRIX_BYTES", "by_input", "by_window", "input_first_pays", "window_first_pays"]
+__all__ = ["BY_INPUT_MAX_WINDOW", "MAX_MATRIX_BYTES", "by_input", "by_window", "features_first", "input_first_pays",
+           "window_first_pays"]  # fmt: skip
 
 BY_INPUT_MAX_WINDOW = 64  # window offsets (one strided add each) up to which `by_input` may be taken
 # The matrix either way makes stays below this size (in cache). Larger ones are left to the general way,
@@ -143,3 +154,35 @@ def _col2im(spatial, window, padding, lhs_dilation, rhs_dilation):
         else:
             adds.append((tuple(dst), (*src, slice(None), k)))
     return out_sp, tuple(adds)
+
+
+def features_first(x, w, *, strides, rhs_dilation):
+    """Convolution of one group contracted over (features, window) in that order (see the module
+    docstring): the general way's product with the patch's axes in the order a weight gradient's
+    operands lie in memory.
+
+    x: (batch, features, *spatial), padded, any strides; w: (out features, features, *window). Returns
+    (batch, *out spatial, out features). With one batch row the im2col matrix is (positions, features x
+    window), read in runs of a window row; with several, (features x window, positions x batch), read
+    in runs of an output row times the batch (innermost in an NHWC operand's memory).
+
+    >>> x = np.arange(32.0).reshape(1, 2, 4, 4); w = np.ones((1, 2, 3, 3))
+    >>> features_first(x, w, strides=(1, 1), rhs_dilation=(1, 1))[0, :, :, 0]
+    array([[234., 252.],
+           [306., 324.]])
+    """
+    batch, features, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    out_f, window = w.shape[0], w.shape[2:]
+    out_sp = tuple(out_size(s, (k - 1) * r + 1, st) for s, k, r, st in zip(spatial, window, rhs_dilation, strides))
+    s_batch, s_feature, *s_sp = x.strides
+    moves = tuple(s * st for s, st in zip(s_sp, strides))
+    taps = tuple(s * r for s, r in zip(s_sp, rhs_dilation))
+    kernel = w.reshape(out_f, -1)  # (out features, features x window): a view of an NHWC output gradient
+    if batch == 1:
+        view = strided_view(x, (*out_sp, features, *window), (*moves, s_feature, *taps))
+        out = np.matmul(view.reshape(math.prod(out_sp), -1), kernel.T)
+        return out.reshape(1, *out_sp, out_f)
+    view = strided_view(x, (features, *window, *out_sp, batch), (s_feature, *taps, *moves, s_batch))
+    out = np.matmul(kernel, view.reshape(features * math.prod(window), -1))  # (out features, *out spatial, batch)
+    n = len(out_sp)
+    return out.reshape(out_f, *out_sp, batch).transpose(n + 1, *range(1, n + 1), 0)
