@@ -47,11 +47,9 @@ def _shapes(specs, batch, in_features, out_features, in_per_group, sizes, kernel
     return lhs, rhs
 
 
-def window_case(seed: int):
-    """A per-example weight gradient's shape: G groups of one in feature, outputs smaller than the window."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 4))
-    groups = int(rng.integers(1, 5))
+def _weight_gradient_geometry(rng, n: int):
+    """A weight gradient's window (the output gradient's extent), strides, dilations, padding (also
+    negative) and input sizes, with outputs smaller than the window."""
     kernel = [int(v) for v in rng.integers(2, 6 if n < 3 else 4, size=n)]
     out = [int(rng.integers(1, min(k, 3))) for k in kernel]  # each smaller than the window
     strides = tuple(int(v) for v in rng.integers(1, 3, size=n))
@@ -61,6 +59,15 @@ def window_case(seed: int):
     sizes = [p - lo - hi for p, (lo, hi) in zip(padded, padding)]
     padding = [(lo, hi) if s >= 1 else (lo, hi + s - 1) for s, (lo, hi) in zip(sizes, padding)]
     sizes = [max(s, 1) for s in sizes]
+    return kernel, strides, rhs_dilation, padding, sizes
+
+
+def window_case(seed: int):
+    """A per-example weight gradient's shape: G groups of one in feature, outputs smaller than the window."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 4))
+    groups = int(rng.integers(1, 5))
+    kernel, strides, rhs_dilation, padding, sizes = _weight_gradient_geometry(rng, n)
     batch = kernel[-1] + 1 + int(rng.integers(0, 3))  # output rows times the batch: longer runs than a window row
     specs = _specs(rng, n)
     lhs_shape, rhs_shape = _shapes(specs, batch, groups, groups * int(rng.integers(1, 4)), 1, sizes, kernel)
@@ -92,15 +99,7 @@ def features_case(seed: int):
     window, one lhs batch row (the first layer's one channel) or several."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 4))
-    kernel = [int(v) for v in rng.integers(2, 6 if n < 3 else 4, size=n)]
-    out = [int(rng.integers(1, min(k, 3))) for k in kernel]
-    strides = tuple(int(v) for v in rng.integers(1, 3, size=n))
-    rhs_dilation = [int(v) for v in rng.integers(1, 3, size=n)]
-    padding = [tuple(int(v) for v in rng.integers(-1, 3, size=2)) for _ in range(n)]
-    padded = [(o - 1) * s + dilate(k, r) for o, s, k, r in zip(out, strides, kernel, rhs_dilation)]
-    sizes = [p - lo - hi for p, (lo, hi) in zip(padded, padding)]
-    padding = [(lo, hi) if s >= 1 else (lo, hi + s - 1) for s, (lo, hi) in zip(sizes, padding)]
-    sizes = [max(s, 1) for s in sizes]
+    kernel, strides, rhs_dilation, padding, sizes = _weight_gradient_geometry(rng, n)
     batch = 1 if seed % 3 == 0 else int(rng.integers(2, 5))
     features = int(rng.integers(2, 5))
     specs = _specs(rng, n)
