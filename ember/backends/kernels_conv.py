@@ -219,7 +219,7 @@ class _Plan(NamedTuple):
     """What a convolution's shapes and parameters decide, worked out once per signature (`_plan`): the
     general way's transposes, padding, window view and result shape, and the NumPy way that takes it."""
 
-    way: str | None  # NumPy's way: "flat", "by_window", "by_input", or None for the general way
+    way: str | None  # NumPy's way: "flat", "by_window", "by_input", "features_first", or None (the general way)
     compute: np.dtype  # the dtype the products are computed in
     out_dtype: np.dtype
     groups: int
@@ -282,8 +282,8 @@ def _plan(lhs_shape, rhs_shape, dtype, preferred_element_type, strides, padding,
 
 def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
                feature_groups, batch_groups):  # fmt: skip
-    """Which NumPy way computes this convolution: "flat", "by_window", "by_input" or None (the general
-    way), from the shapes and parameters alone."""
+    """Which NumPy way computes this convolution: "flat", "by_window", "by_input", "features_first" or
+    None (the general way), from the shapes and parameters alone."""
     lhs_spec, rhs_spec, _ = dimension_numbers
     spatial = [lhs_shape[a] for a in lhs_spec[2:]]
     window = [rhs_shape[a] for a in rhs_spec[2:]]
