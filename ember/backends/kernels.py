@@ -26,7 +26,7 @@ from ember.backends.kernels_indexing import make_indexing_kernels
 from ember.backends.kernels_linalg import linalg_kernels
 from ember.backends.kernels_random import make_random_kernels
 from ember.backends.kernels_sorting import sorting_kernels
-from ember.backends.strided import strided_view
+from ember.backends.strided import inverse_permutation, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _BOOL = np.dtype(np.bool_)  # (dtype identity: comparing with the type np.bool_ builds a dtype each time)
@@ -211,7 +211,7 @@ def _select_bits(which, on_true, on_false, out=None):
     if perm is not None and (in_order or which.transpose(perm).flags.c_contiguous):
         into = None if out is None else out.reshape(-1).reshape([out.shape[i] for i in perm])
         res = _select_bits(which.transpose(perm), on_true.transpose(perm), on_false.transpose(perm), into)
-        return res.transpose(np.argsort(perm))
+        return res.transpose(inverse_permutation(perm))
     if t_one and f_one:  # two values (maximum's derivative: 1, 0.5): f ^ (which * (f ^ t)), two passes
         res = np.multiply(
             which.view(np.int8), t.flat[0] ^ f.flat[0], dtype=ints, out=None if out is None else out.view(ints)
@@ -411,7 +411,7 @@ def _structural(xp: ModuleType) -> dict[str, Any]:
 
     def broadcast_in_dim(x, *, shape, broadcast_dimensions):
         if xp is np and x.flags.c_contiguous and x.size:
-            # the read-only view np.broadcast_to makes, without its Python wrapper (3.5 -> 0.8 us)
+            # the read-only view np.broadcast_to makes, without its Python wrapper (2.1 -> 1.4 us)
             strides, step = [0] * len(shape), x.itemsize
             for size, d in zip(reversed(x.shape), reversed(broadcast_dimensions)):
                 if size != 1:

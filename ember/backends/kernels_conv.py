@@ -33,7 +33,7 @@ import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
 from ember.backends.kernels_conv_grads import by_input, by_window, features_first, input_first_pays, window_first_pays
-from ember.backends.strided import move_axis, out_size, strided_view
+from ember.backends.strided import inverse_permutation, memory_order, move_axis, out_size, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -77,14 +77,14 @@ def _in_memory_order(xp, kernel):
             return kernel(*arrays, **params)
         moved = {k: (tuple(v[a] for a in perm) if k in _PER_AXIS else v) for k, v in params.items()}
         out = kernel(*(a.transpose(perm) for a in arrays), **moved)
-        return out.transpose(_inverse(tuple(perm)))
+        return out.transpose(inverse_permutation(perm))
 
     return run
 
 
 def c_order_of(x):
     """The axis order in which strided view `x` is C-contiguous (a transposed array), or None."""
-    perm = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    perm = memory_order(x.strides)
     return perm if x.transpose(perm).flags.c_contiguous else None
 
 
@@ -197,12 +197,6 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
 def _to_out_spec(xp, out, out_spec):
     """A result laid out (N, spatial..., O) as out_spec says; left as a view (see conv_general_dilated)."""
     return out.transpose(_out_perm(out_spec))
-
-
-@functools.lru_cache(maxsize=64)
-def _inverse(perm):
-    """The inverse of permutation `perm`."""
-    return tuple(int(a) for a in np.argsort(perm))
 
 
 @functools.lru_cache(maxsize=64)
@@ -339,9 +333,9 @@ def _features_first(lhs, rhs, compute, dimension_numbers, strides, padding, rhs_
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     x = lhs.transpose((lhs_spec[0], lhs_spec[1], *lhs_spec[2:])).astype(compute, copy=False)
     if any(map(any, padding)):  # padded in the order of x's memory, which the padded copy keeps
-        perm = tuple(sorted(range(x.ndim), key=x.strides.__getitem__, reverse=True))
+        perm = memory_order(x.strides)
         config = [(0, 0, 0), (0, 0, 0), *((lo, hi, 0) for lo, hi in padding)]
-        x = pad(np, x.transpose(perm), 0, [config[a] for a in perm]).transpose(_inverse(perm))
+        x = pad(np, x.transpose(perm), 0, [config[a] for a in perm]).transpose(inverse_permutation(perm))
     w = rhs.transpose((rhs_spec[0], rhs_spec[1], *rhs_spec[2:])).astype(compute, copy=False)
     return _to_out_spec(np, features_first(x, w, strides=strides, rhs_dilation=rhs_dilation), out_spec)
 
@@ -366,7 +360,7 @@ def _flat(lhs, rhs, compute, groups, batch_groups, dimension_numbers, strides, p
     # (groups, out features / groups, batch, spatial...) -> (batch, out features, spatial...) -> out_spec
     out = move_axis(out, 2, 0)
     out = out.reshape(out.shape[0], -1, *out.shape[3:])
-    return out.transpose(_inverse(out_spec))
+    return out.transpose(inverse_permutation(tuple(out_spec)))
 
 
 def _im2col_matmul(xp, view, kernel, lead):

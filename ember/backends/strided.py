@@ -1,5 +1,5 @@
 """Strided (window) views and axis moves of NumPy arrays without the cost of NumPy's Python wrappers,
-and the number of positions a window takes along an axis.
+the order of an array's axes in memory, and the number of positions a window takes along an axis.
 
 ``np.lib.stride_tricks.as_strided`` (2.3 us a call) and ``np.moveaxis`` (2.2 us) are Python functions
 around a constructor and a transpose (0.3 and 0.1 us). A convolution kernel makes a few of each per
@@ -9,9 +9,11 @@ the arithmetic.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-__all__ = ["move_axis", "out_size", "strided_view"]
+__all__ = ["inverse_permutation", "memory_order", "move_axis", "out_size", "strided_view"]
 
 
 def strided_view(x, shape, strides):
@@ -48,3 +50,26 @@ def out_size(padded: int, window: int, stride: int) -> int:
     3
     """
     return (padded - window) // stride + 1 if padded >= window else 0
+
+
+def memory_order(strides) -> tuple[int, ...]:
+    """The axes from the largest stride to the smallest (equal strides in axis order): the transpose
+    that lays a transposed array's axes out as its memory runs.
+
+    >>> memory_order(np.zeros((2, 3, 4)).transpose(0, 2, 1).strides)
+    (0, 2, 1)
+    """
+    return tuple(sorted(range(len(strides)), key=strides.__getitem__, reverse=True))
+
+
+@functools.lru_cache(maxsize=256)
+def inverse_permutation(perm: tuple[int, ...]) -> tuple[int, ...]:
+    """The transpose that undoes `perm`.
+
+    >>> inverse_permutation((2, 0, 1))
+    (1, 2, 0)
+    """
+    inverse = [0] * len(perm)
+    for i, a in enumerate(perm):
+        inverse[a] = i
+    return tuple(inverse)

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from ember.backends.strided import inverse_permutation, memory_order
+
 __all__ = ["tiled_binary"]
 
 _MAX_TILE = 4096  # elements of the tile at most (it is written on every call)
@@ -55,7 +57,7 @@ def _plan(shape, strides, itemsize, small_shape):
     source = (1,) * (ndim - len(small_shape)) + tuple(small_shape)
     if any(s not in (1, n) for s, n in zip(source, shape)):  # the result is not the large operand's shape
         return None
-    perm = sorted(range(ndim), key=strides.__getitem__, reverse=True)
+    perm = memory_order(strides)
     sizes = [shape[a] for a in perm]
     varies = [source[a] != 1 for a in perm]
     # the innermost run: the trailing axes in memory order that continue each other, up to _MAX_TILE
@@ -71,7 +73,4 @@ def _plan(shape, strides, itemsize, small_shape):
         loop -= 1
     if math.prod(shape) // math.prod(sizes[loop:]) < _MIN_LOOPS or math.prod(sizes[k:]) < 4 * math.prod(sizes[loop:]):
         return None
-    inverse = [0] * ndim
-    for i, a in enumerate(perm):
-        inverse[a] = i
-    return tuple(perm), tuple(inverse), source, k
+    return perm, inverse_permutation(perm), source, k
