@@ -31,6 +31,7 @@ import numpy as np
 
 from ember.backends.buffers import Arena, plan_buffers, ufunc_for
 from ember.backends.fusion import Fused, plan_fusion
+from ember.backends.shared_patches import conv_from_patches, conv_keeping_patches, plan_patches
 from ember.backends.tiled import tiled_binary
 
 __all__ = ["Compiled", "compile_program"]
@@ -241,6 +242,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
 
     items = plan_fusion(program, kernel_for)
     plan = plan_buffers(program, kernel_for, items, donated)
+    keeps_patches, uses_patches = plan_patches(items, kernel_for)  # see shared_patches.py
     # Results that only elementwise code, reductions or the caller read: a kernel may lay them out in
     # whichever order it computes fastest (dot_general's `any_order`); a reshape or a contraction would
     # have to copy a transposed one back.
@@ -266,6 +268,16 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             continue
         args = [name_of(v) for v in eqn.inputs]
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
+        if i in keeps_patches:
+            ops["conv_keeping_patches"] = conv_keeping_patches
+            line = namer.assignment(eqn, f"ops.conv_keeping_patches({', '.join(args)})")
+            lines.append(line.replace(" = ", f", _m{keeps_patches[i]} = ", 1))
+            continue
+        if i in uses_patches:
+            ops["conv_from_patches"] = conv_from_patches
+            args.insert(2, f"_m{uses_patches[i]}")
+            lines.append(namer.assignment(eqn, f"ops.conv_from_patches({', '.join(args)})"))
+            continue
         if eqn.primitive.name == "dot_general" and any_order(eqn.outvars[0]):
             args.append("any_order=True")
         how = plan.alloc.get(i, [None])[0]

@@ -45,13 +45,18 @@ _UNROLL_LIMIT = 32  # windows up to this many elements combine slices; larger on
 def conv_kernels(xp: ModuleType) -> dict[str, Any]:
     """The kernels of ember.core.primitives.conv for array module `xp`."""
     return {
-        "conv_general_dilated": lambda lhs, rhs, **p: conv_general_dilated(xp, lhs, rhs, **p),
+        "conv_general_dilated": numpy_conv if xp is np else lambda lhs, rhs, **p: conv_general_dilated(xp, lhs, rhs, **p),
         "reduce_window_sum": _in_memory_order(xp, lambda x, **p: reduce_window(xp, x, "sum", **p)),
         "reduce_window_max": _in_memory_order(xp, lambda x, **p: reduce_window(xp, x, "max", **p)),
         "reduce_window_min": _in_memory_order(xp, lambda x, **p: reduce_window(xp, x, "min", **p)),
         "select_and_scatter_add": _in_memory_order(xp, lambda src, x, **p: select_and_scatter_add(xp, src, x, **p)),
         "select_and_gather_add": _in_memory_order(xp, lambda t, x, **p: select_and_gather_add(xp, t, x, **p)),
     }
+
+
+def numpy_conv(lhs, rhs, **params):
+    """NumPy's `conv_general_dilated` kernel (generated code recognises it: see shared_patches.py)."""
+    return conv_general_dilated(np, lhs, rhs, **params)
 
 
 _PER_AXIS = ("window_dimensions", "window_strides", "padding", "base_dilation", "window_dilation")
@@ -165,7 +170,15 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
         elif plan.way == "features_first":
             out = _features_first(lhs, rhs, compute, dimension_numbers, window_strides, padding, rhs_dilation)
         if out is not None:
-            return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
+            return as_out_dtype(out, out_dtype)
+    return general_way(xp, lhs, rhs, plan)[0]
+
+
+def general_way(xp, lhs, rhs, plan, keep_matrix=False):
+    """The general way: (the result, and with `keep_matrix` its im2col matrix (groups, positions,
+    patch), or None where it makes none in one piece)."""
+    compute, out_dtype, groups = plan.compute, plan.out_dtype, plan.groups
+    matrix = None
     # Groups first, channels last: (groups, N / batch groups, spatial..., C / feature groups), so that a
     # group's window (vmap's per-example weight gradient: one channel a group) is read in runs; lhs batch
     # b = g * (N / groups) + n, lhs feature c = g * (C / groups) + i.
@@ -182,16 +195,22 @@ def conv_general_dilated(xp, lhs, rhs, *, window_strides, padding, lhs_dilation,
     else:
         view = _as_strided(xp, x, plan.view_shape, plan.view_strides)
         kernel = w.reshape(plan.kernel_shape).transpose(0, 2, 1)  # (groups, patch, O / groups)
-        out = _im2col_matmul(xp, view, kernel, len(plan.out_shape))  # (groups, positions, O / groups)
+        if keep_matrix:
+            matrix = view.reshape(groups, -1, kernel.shape[1])  # the one im2col copy, as _im2col_matmul's
+            out = xp.matmul(matrix, kernel)
+        else:
+            out = _im2col_matmul(xp, view, kernel, len(plan.out_shape))  # (groups, positions, O / groups)
         if groups > 1:
             out = move_axis(out, 0, -2)
         out = out.reshape(plan.out_shape)
     # an NCHW result is left NHWC in memory, which the next convolution's channels-last transpose then gets
     # for free
-    out = out.transpose(plan.out_perm)
-    if out_dtype == np.bool_:
-        return out != 0
-    return out.astype(out_dtype, copy=False)
+    return as_out_dtype(out.transpose(plan.out_perm), out_dtype), matrix
+
+
+def as_out_dtype(out, out_dtype):
+    """A result computed in its plan's compute dtype, as `out_dtype`."""
+    return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype, copy=False)
 
 
 def _to_out_spec(xp, out, out_spec):
@@ -272,6 +291,18 @@ def _plan(lhs_shape, rhs_shape, dtype, preferred_element_type, strides, padding,
     return _Plan(way, compute, out_dtype, groups, lhs_perm, grouped, group_perm, padding_config, rhs_perm, view_shape,
                  view_strides, (groups, out_features // groups, patch), (out_batch, *out_sp, out_features),
                  _out_perm(out_spec))  # fmt: skip
+
+
+def plan_of(lhs_shape, rhs_shape, dtype, params) -> _Plan:
+    """The `_Plan` of a convolution with `conv_general_dilated`'s keyword parameters `params`."""
+    return _plan(lhs_shape, rhs_shape, dtype, params.get("preferred_element_type"), params["window_strides"],
+                 params["padding"], params["lhs_dilation"], params["rhs_dilation"], params["dimension_numbers"],
+                 params.get("feature_group_count", 1), params.get("batch_group_count", 1))  # fmt: skip
+
+
+def in_one_piece(plan: _Plan) -> bool:
+    """Whether the general way makes the plan's im2col matrix in one piece (see `_im2col_matmul`)."""
+    return plan.view_shape is not None and math.prod(plan.view_shape) * plan.compute.itemsize <= 2 * _IM2COL_BLOCK_BYTES
 
 
 def _numpy_way(lhs_shape, rhs_shape, itemsize, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
