@@ -10,6 +10,7 @@ the kernel says so explicitly.
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 from typing import Any
@@ -26,7 +27,7 @@ from ember.backends.kernels_indexing import make_indexing_kernels
 from ember.backends.kernels_linalg import linalg_kernels
 from ember.backends.kernels_random import make_random_kernels
 from ember.backends.kernels_sorting import sorting_kernels
-from ember.backends.strided import inverse_permutation, strided_view
+from ember.backends.strided import inverse_permutation, memory_order, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _BOOL = np.dtype(np.bool_)  # (dtype identity: comparing with the type np.bool_ builds a dtype each time)
@@ -481,16 +482,56 @@ def pad_kernel(xp, x, value, config):
 
 
 _EINSUM_SUMS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+_BLAS_SUMS = {np.dtype(np.float32), np.dtype(np.float64)}
 
 
-def _kept_inner_length(x, axes) -> int:
-    """The length of the axis of `x` that runs along memory (its smallest stride), or 0 when that axis
-    is one of `axes`."""
-    if x.flags.c_contiguous and x.shape[-1] > 1:
-        inner = x.ndim - 1
-    else:
-        inner = min((i for i in range(x.ndim) if x.shape[i] > 1), key=lambda i: abs(x.strides[i]), default=None)
-    return 0 if inner is None or inner in axes else x.shape[inner]
+@functools.lru_cache(maxsize=1024)
+def _sum_way(shape, strides, dtype, axes) -> tuple:
+    """How NumPy's `reduce_sum` kernel sums an array (shape, byte strides, dtype) over `axes`, kept per
+    signature: ("rows", *`_rows_of`), ("einsum", the kept axes) or ("reduce",).
+
+    Summing across short rows (a per-channel sum of NHWC memory, a column sum), the ufunc's reduce runs
+    an inner loop per row, as short as the kept axis. A product with a vector of ones adds whole rows in
+    BLAS where the summed axes are one block of memory ((64, 36, 8) over axis 1: 28 -> 3.2 us); einsum
+    adds them one after another elsewhere (8 us). Below ~1024 elements, along rows longer than 64, or
+    over a few rows, their own cost is the larger."""
+    if math.prod(shape) < 1024 or dtype not in _EINSUM_SUMS or math.prod(shape[a] for a in axes) < 8:
+        return ("reduce",)
+    # the axis that runs along memory (the smallest stride)
+    inner = min((i for i in range(len(shape)) if shape[i] > 1), key=lambda i: abs(strides[i]), default=None)
+    if inner is None or inner in axes or not 1 < shape[inner] <= 64:
+        return ("reduce",)
+    rows = _rows_of(shape, strides, dtype.itemsize, axes) if dtype in _BLAS_SUMS else None
+    if rows is not None:
+        return ("rows", *rows)
+    return ("einsum", [i for i in range(len(shape)) if i not in axes])
+
+
+def _rows_of(shape, strides, itemsize, axes):
+    """How a sum over `axes` of an array (shape, byte strides) is ``ones @ (outer, summed, inner)``: (the
+    transpose to memory order, that (outer, summed, inner) shape, the kept axes' shape in memory order,
+    the transpose to their order); None where the array is not a transposed C-contiguous one, or the
+    summed axes are not one block of its memory."""
+    perm = memory_order(strides)
+    laid = [shape[a] for a in perm]
+    step = itemsize
+    for k in reversed(range(len(perm))):
+        if laid[k] > 1 and strides[perm[k]] != step:
+            return None
+        step *= laid[k]
+    summed = [k for k, a in enumerate(perm) if a in axes and laid[k] > 1]
+    if any(perm[k] not in axes and laid[k] > 1 for k in range(summed[0], summed[-1] + 1)):
+        return None
+    kept = [a for a in perm if a not in axes]
+    block = (math.prod(laid[: summed[0]]), math.prod(laid[k] for k in summed), math.prod(laid[summed[-1] + 1 :]))
+    return perm, block, tuple(shape[a] for a in kept), tuple(sorted(range(len(kept)), key=kept.__getitem__))
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(n: int, dtype) -> np.ndarray:
+    ones = np.ones(n, dtype)
+    ones.flags.writeable = False
+    return ones
 
 
 def _reductions(xp: ModuleType) -> dict[str, Any]:
@@ -504,14 +545,13 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
         return kernel
 
     def sum_kernel(x, *, axes):
-        # Summing across short rows (a per-channel sum of NHWC memory, a column sum): the ufunc's reduce
-        # runs an inner loop per row, as short as the kept axis; einsum adds whole rows, in the same
-        # order (one after another), so the bits are the same: (64, 36, 8) over axis 1: 28 -> 8 us.
-        # (Below ~1024 elements, along rows longer than 64, or over a few rows, einsum's own cost is the
-        # larger.)
-        if (x.size >= 1024 and x.dtype in _EINSUM_SUMS and math.prod(x.shape[a] for a in axes) >= 8
-                and 1 < _kept_inner_length(x, axes) <= 64):  # fmt: skip
-            return np.einsum(x, range(x.ndim), [i for i in range(x.ndim) if i not in axes])
+        way = _sum_way(x.shape, x.strides, x.dtype, tuple(axes)) if x.size >= 1024 else ("reduce",)
+        if way[0] == "rows":
+            _, perm, block, kept_shape, kept_perm = way
+            return np.matmul(_ones(block[1], x.dtype), x.transpose(perm).reshape(block)).reshape(kept_shape).transpose(
+                kept_perm)  # fmt: skip
+        if way[0] == "einsum":
+            return np.einsum(x, range(x.ndim), way[1])
         # `accumulating(np.add.reduce)` written out: a second Python call costs small sums ~0.5 us each
         if x.dtype in _LOW_PRECISION:
             return np.add.reduce(x.astype(np.float32), axis=tuple(axes)).astype(x.dtype)
