@@ -483,6 +483,7 @@ def pad_kernel(xp, x, value, config):
 
 _EINSUM_SUMS = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 _BLAS_SUMS = {np.dtype(np.float32), np.dtype(np.float64)}
+_SHORT_ROW = 256  # rows up to this long are summed by BLAS (see _sum_way)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -490,16 +491,24 @@ def _sum_way(shape, strides, dtype, axes) -> tuple:
     """How NumPy's `reduce_sum` kernel sums an array (shape, byte strides, dtype) over `axes`, kept per
     signature: ("rows", *`_rows_of`), ("einsum", the kept axes) or ("reduce",).
 
-    Summing across short rows (a per-channel sum of NHWC memory, a column sum), the ufunc's reduce runs
-    an inner loop per row, as short as the kept axis. A product with a vector of ones adds whole rows in
-    BLAS where the summed axes are one block of memory ((64, 36, 8) over axis 1: 28 -> 3.2 us); einsum
-    adds them one after another elsewhere (8 us). Below ~1024 elements, along rows longer than 64, or
-    over a few rows, their own cost is the larger."""
+    The ufunc's reduce is slow on short rows. Summing across them (a per-channel sum of NHWC memory, a
+    column sum) it runs an inner loop per row, as short as the kept axis; a product with a vector of ones
+    adds whole rows in BLAS where the summed axes are one block of memory ((64, 36, 8) over axis 1: 28 ->
+    3.2 us), and einsum adds them one after another elsewhere (8 us). Summing along short rows (a
+    per-channel sum of NCHW memory) it runs a pairwise sum per row; the product of the rows with ones
+    runs one BLAS call ((1024, 16) over axis 1: 15 -> 2.1 us). Long rows keep the pairwise sum's
+    accuracy, and below ~1024 elements or over a few rows the ufunc is the faster."""
     if math.prod(shape) < 1024 or dtype not in _EINSUM_SUMS or math.prod(shape[a] for a in axes) < 8:
         return ("reduce",)
     # the axis that runs along memory (the smallest stride)
     inner = min((i for i in range(len(shape)) if shape[i] > 1), key=lambda i: abs(strides[i]), default=None)
-    if inner is None or inner in axes or not 1 < shape[inner] <= 64:
+    if inner is None:
+        return ("reduce",)
+    if inner in axes:
+        rows = _rows_of(shape, strides, dtype.itemsize, axes) if dtype in _BLAS_SUMS else None
+        along = rows is not None and rows[1][2] == 1 and rows[1][0] >= 8 and rows[1][1] <= _SHORT_ROW
+        return ("rows", *rows) if along else ("reduce",)
+    if not 1 < shape[inner] <= 64:
         return ("reduce",)
     rows = _rows_of(shape, strides, dtype.itemsize, axes) if dtype in _BLAS_SUMS else None
     if rows is not None:
@@ -548,8 +557,10 @@ def _reductions(xp: ModuleType) -> dict[str, Any]:
         way = _sum_way(x.shape, x.strides, x.dtype, tuple(axes)) if x.size >= 1024 else ("reduce",)
         if way[0] == "rows":
             _, perm, block, kept_shape, kept_perm = way
-            return np.matmul(_ones(block[1], x.dtype), x.transpose(perm).reshape(block)).reshape(kept_shape).transpose(
-                kept_perm)  # fmt: skip
+            x = x.transpose(perm)
+            if block[2] == 1:  # the summed axes innermost: a dot product of each row with ones
+                return np.matmul(x.reshape(block[:2]), _ones(block[1], x.dtype)).reshape(kept_shape).transpose(kept_perm)
+            return np.matmul(_ones(block[1], x.dtype), x.reshape(block)).reshape(kept_shape).transpose(kept_perm)
         if way[0] == "einsum":
             return np.einsum(x, range(x.ndim), way[1])
         # `accumulating(np.add.reduce)` written out: a second Python call costs small sums ~0.5 us each
