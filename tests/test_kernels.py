@@ -68,6 +68,28 @@ def test_a_ufunc_over_a_transposed_operand_lets_numpy_lay_out_its_result():
         assert np.asarray(got).tobytes() == (a * x + np.float32(1.0)).tobytes()
 
 
+def test_a_ufunc_whose_dead_buffer_is_transposed_makes_a_c_ordered_result_beside_a_c_ordered_operand():
+    # the product of a transposed intermediate (dead after it) and a C-ordered one: into the dead buffer
+    # it would write across memory and the reshape after it copy the result back; a small result is new
+    # instead, laid out like the C-ordered operand (large ones keep the program's buffer)
+    def f(x, y):
+        h = (x.T * 2.0) * y  # x.T * 2.0 is dead after the product, and transposed when x is C-ordered
+        return h.reshape(-1)
+
+    for shape in ((40, 30), (400, 300)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        y = RNG.standard_normal(shape[::-1]).astype(np.float32)
+        jitted = ember.jit(f)
+        source = jitted.lower(enp.asarray(x), enp.asarray(y)).source
+        small = x.nbytes <= 64 * 1024
+        assert (".flags.c_contiguous or not" in source) == small
+        got = jitted(enp.asarray(x), enp.asarray(y))
+        assert np.asarray(got).tobytes() == ((x.T * np.float32(2.0)) * y).reshape(-1).tobytes()
+        if small:
+            h = ember.jit(lambda x, y: (x.T * 2.0) * y)(enp.asarray(x), enp.asarray(y))
+            assert np.asarray(h).flags.c_contiguous
+
+
 def _layouts(shape, make):
     # the views vmap and jit hand a kernel: contiguous, transposed, broadcast (a vmapped constant or
     # mask), one value broadcast (relu's 0), reversed and sliced

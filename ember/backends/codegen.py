@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.buffers import Arena, plan_buffers, ufunc_for
+from ember.backends.buffers import KEEP_MIN_BYTES, Arena, plan_buffers, ufunc_for
 from ember.backends.fusion import Fused, plan_fusion
 from ember.backends.shared_patches import conv_from_patches, conv_keeping_patches, plan_patches
 from ember.backends.tiled import tiled_binary
@@ -282,7 +282,16 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             args.append("any_order=True")
         how = plan.alloc.get(i, [None])[0]
         if i in plan.into:  # the result goes into a dead buffer (see buffers.py)
-            call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[plan.into[i]]})"
+            into = plan.into[i]
+            call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[into]})"
+            others = [v for v in eqn.inputs if v is not into and type(v).__name__ == "Var" and v.aval.shape == into.aval.shape]
+            if into not in c_order and others and into.aval.size * into.aval.dtype.itemsize <= KEEP_MIN_BYTES:
+                # A transposed dead buffer and a C-ordered operand: the ufunc would write across memory (twice
+                # as slow as reading across it), and a reshape after it copy the result back. A new result
+                # instead (small: from malloc's pools), which NumPy lays out like the C-ordered operand.
+                ordered = " or ".join(f"{name_of(v)}.flags.c_contiguous" for v in others)
+                new = f"{ufunc_name(eqn)}({', '.join(args)})"
+                call = f"({call} if {var_name[into]}.flags.c_contiguous or not ({ordered}) else {new})"
         elif how is not None:  # ... or a new one the program keeps or recycles
             aval = eqn.outvars[0].aval
             buffer = new_buffer(how, aval.shape, aval.dtype)
