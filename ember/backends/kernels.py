@@ -267,6 +267,8 @@ def _repeated_squaring(xp, x, y):
 
 def convert(xp, x, dtype):
     """Cast like XLA's ConvertElementType: complex -> real keeps the real part, float -> bool is x != 0."""
+    if x.dtype == np.bool_ and dtype != np.bool_:  # (a comparison's result to 0/1: NumPy's cast)
+        return x.astype(dtype)
     dtype = np.dtype(dtype)
     if x.dtype == dtype:
         return x
@@ -683,23 +685,30 @@ def _outer_products(xp, a, c, shape, out=None, any_order=False):
 
 
 def _dot_via_matmul(xp, lhs, rhs, lc, rc, lb, rb, out=None, any_order=False):
-    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
-    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    batch = [lhs.shape[i] for i in lb]
-    lfree = [lhs.shape[i] for i in lf]
-    rfree = [rhs.shape[i] for i in rf]
-    k = math.prod(lhs.shape[i] for i in lc)
-    nb, m, n = math.prod(batch), math.prod(lfree), math.prod(rfree)
+    lperm, rperm, (nb, m, k, n), shape = _matmul_plan(lhs.shape, rhs.shape, tuple(lc), tuple(rc), tuple(lb), tuple(rb))
     if k == 1:
-        return _outer_products(xp, lhs.transpose([*lb, *lf, *lc]).reshape(nb, m),
-                               rhs.transpose([*rb, *rc, *rf]).reshape(nb, n), tuple(batch + lfree + rfree), out,
+        return _outer_products(xp, lhs.transpose(lperm).reshape(nb, m), rhs.transpose(rperm).reshape(nb, n), shape, out,
                                any_order)  # fmt: skip
-    a = lhs.transpose([*lb, *lf, *lc]).reshape(nb, m, k)
-    c = rhs.transpose([*rb, *rc, *rf]).reshape(nb, k, n)
+    a = lhs.transpose(lperm).reshape(nb, m, k)
+    c = rhs.transpose(rperm).reshape(nb, k, n)
     if nb == 1:
         # One matrix product: 2-D, so that a transposed view goes to the BLAS as such (a stack of one
         # transposed matrix takes NumPy's loop without the BLAS, ~9x slower for h.T @ d).
         into = None if out is None else out.reshape(m, n)
-        return xp.matmul(a[0], c[0], out=into).reshape(tuple(batch + lfree + rfree))
+        return xp.matmul(a[0], c[0], out=into).reshape(shape)
     into = None if out is None else out.reshape(nb, m, n)
-    return xp.matmul(a, c, out=into).reshape(tuple(batch + lfree + rfree))
+    return xp.matmul(a, c, out=into).reshape(shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _matmul_plan(lhs_shape, rhs_shape, lc, rc, lb, rb):
+    """`_dot_via_matmul`'s transposes to (batch, free, contracted) and (batch, contracted, free), its
+    (batch, m, k, n) sizes and the result's shape, kept per signature (working them out cost a batch
+    of outer products 4 of its 32 us)."""
+    lf = [i for i in range(len(lhs_shape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(rhs_shape)) if i not in rc and i not in rb]
+    batch = [lhs_shape[i] for i in lb]
+    lfree = [lhs_shape[i] for i in lf]
+    rfree = [rhs_shape[i] for i in rf]
+    sizes = (math.prod(batch), math.prod(lfree), math.prod(lhs_shape[i] for i in lc), math.prod(rfree))
+    return (*lb, *lf, *lc), (*rb, *rc, *rf), sizes, tuple(batch + lfree + rfree)
