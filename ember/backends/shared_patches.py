@@ -14,7 +14,7 @@ Each of those ways copies that matrix out of the input again. In a program that 
 forward convolution keeps its matrix (``w, _m0 = ops.conv_keeping_patches(...)``) and the weight
 gradient multiplies it (``ops.conv_from_patches(v, ct, _m0, ...)``). That is the product its own way
 computes, on the same matrix, so the bits are eager mode's; the copy and its Python calls are saved
-(a small CNN's per-example second-layer weight gradient, 50 -> 30 us).
+(a small CNN's per-example second-layer weight gradient, 50 -> 37 us in its jitted program).
 
 Only matrices the general way makes in one piece are kept (kernels_conv's `_IM2COL_BLOCK_BYTES`):
 larger ones it copies block by block through the cache, and keeping them would cost memory.
