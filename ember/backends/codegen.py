@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends import filled
 from ember.backends.buffers import KEEP_MIN_BYTES, Arena, plan_buffers, ufunc_for
 from ember.backends.fusion import Fused, plan_fusion
 from ember.backends.shared_patches import conv_from_patches, conv_keeping_patches, plan_patches
@@ -191,6 +192,22 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         fn = ufunc_for(eqn, kernel_for(eqn.primitive))
         return f"np.{fn.__name__}" if getattr(np, fn.__name__, None) is fn else op_name(eqn.primitive)
 
+    def filled_args(eqn: Any, args: list[str]) -> list[str]:
+        """`args` of a max/min ufunc equation with its scalar literal as an array laid out like the
+        other operand (see filled.py), where that pays."""
+        if len(args) != 2 or ufunc_for(eqn, kernel_for(eqn.primitive)) not in filled.FILLED_UFUNCS:
+            return args
+        aval = eqn.outvars[0].aval  # (a ufunc equation: one result)
+        if not filled.pays(aval.size, aval.dtype):
+            return args
+        for k, v in enumerate(eqn.inputs):
+            other = eqn.inputs[1 - k]
+            if type(v).__name__ == "Literal" and not v.aval.shape and other.aval.shape == aval.shape:
+                key = f"_f{len(consts)}"
+                consts[key] = filled.filled(v.value, aval.dtype, aval.size)
+                return [f"_like({key}, {args[1 - k]})" if j == k else a for j, a in enumerate(args)]
+        return args
+
     def new_buffer(how: str | None, shape: tuple[int, ...], dtype: Any) -> str:
         """The expression of a new buffer that the program keeps or recycles (see buffers.py)."""
         if how == "kept":
@@ -221,7 +238,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         scratch: list[str] = []
         body = []
         for k, eqn in enumerate(group.eqns):
-            args = [local.get(v) or name_of(v) for v in eqn.inputs]
+            args = filled_args(eqn, [local.get(v) or name_of(v) for v in eqn.inputs])
             for v in set(eqn.inputs):
                 if v in local and v not in sliced and last_use[v] == k:
                     free.append(local[v])  # dead: its block buffer may take this result
@@ -266,7 +283,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
         if type(eqn) is Fused:
             lines += fused_lines(i, eqn)
             continue
-        args = [name_of(v) for v in eqn.inputs]
+        args = filled_args(eqn, [name_of(v) for v in eqn.inputs])
         args += [f"{k}={param(val)}" for k, val in eqn.params.items()]
         if i in keeps_patches:
             ops["conv_keeping_patches"] = conv_keeping_patches
@@ -319,7 +336,7 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
 
     filename = f"<ember-jit-{next(_counter)}-{fn_name}>"
     namespace = {"ops": SimpleNamespace(**ops), "np": np, "_arena": Arena(kept, recycled), "_tiled": tiled_binary,
-                 **_PARAM_NAMESPACE, **consts}  # fmt: skip
+                 "_like": filled.fill_like, **_PARAM_NAMESPACE, **consts}  # fmt: skip
     code = compile(source, filename, "exec")
     exec(code, namespace)  # noqa: S102 - the generated program is the product
     # Tracebacks and debuggers read source lines through linecache: register ours under its file name.
