@@ -302,7 +302,10 @@ def compile_program(program: Any, kernel_for: Callable[[Any], Callable[..., Any]
             into = plan.into[i]
             call = f"{ufunc_name(eqn)}({', '.join(args)}, out={var_name[into]})"
             others = [v for v in eqn.inputs if v is not into and type(v).__name__ == "Var" and v.aval.shape == into.aval.shape]
-            if into not in c_order and others and into.aval.size * into.aval.dtype.itemsize <= KEEP_MIN_BYTES:
+            if into in c_order:
+                if ufunc_for(eqn, kernel_for(eqn.primitive)) is not None:  # (a ufunc keeps out's layout)
+                    c_order.add(eqn.outvars[0])
+            elif others and into.aval.ndim > 1 and into.aval.size * into.aval.dtype.itemsize <= KEEP_MIN_BYTES:
                 # A transposed dead buffer and a C-ordered operand: the ufunc would write across memory (twice
                 # as slow as reading across it), and a reshape after it copy the result back. A new result
                 # instead (small: from malloc's pools), which NumPy lays out like the C-ordered operand.
