@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends.strided import dense_order
+
 __all__ = ["FILLED_UFUNCS", "fill_like", "filled", "pays"]
 
 FILL_MIN_SIZE = 2048  # elements from which the filled array pays for its view (~0.4 us)
@@ -52,17 +54,6 @@ def fill_like(fill: np.ndarray, x: np.ndarray) -> Any:
     >>> f.shape, f.strides == x.strides, np.maximum(x, f).tolist()
     ((3, 2), True, [[2.0, 3.0], [2.0, 4.0], [2.0, 5.0]])
     """
-    if x.flags.c_contiguous or _dense(x.shape, x.strides, x.itemsize):
+    if x.flags.c_contiguous or dense_order(x.shape, x.strides, x.itemsize) is not None:
         return np.ndarray(x.shape, x.dtype, fill, 0, x.strides)
     return fill[0]
-
-
-@functools.lru_cache(maxsize=256)
-def _dense(shape: tuple, strides: tuple, itemsize: int) -> bool:
-    """Whether (shape, byte strides) is a permutation of C order: every element once, no gaps."""
-    step = itemsize
-    for size, stride in sorted(((n, s) for n, s in zip(shape, strides) if n > 1), key=lambda a: a[1]):
-        if stride != step:
-            return False
-        step *= size
-    return True

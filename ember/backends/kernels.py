@@ -27,7 +27,7 @@ from ember.backends.kernels_indexing import make_indexing_kernels
 from ember.backends.kernels_linalg import linalg_kernels
 from ember.backends.kernels_random import make_random_kernels
 from ember.backends.kernels_sorting import sorting_kernels
-from ember.backends.strided import inverse_permutation, memory_order, strided_view
+from ember.backends.strided import dense_order, inverse_permutation, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _BOOL = np.dtype(np.bool_)  # (dtype identity: comparing with the type np.bool_ builds a dtype each time)
@@ -506,16 +506,13 @@ def _sum_way(shape, strides, dtype, axes) -> tuple:
     inner = min((i for i in range(len(shape)) if shape[i] > 1), key=lambda i: abs(strides[i]), default=None)
     if inner is None:
         return ("reduce",)
-    if inner in axes:
-        rows = _rows_of(shape, strides, dtype.itemsize, axes) if dtype in _BLAS_SUMS else None
-        along = rows is not None and rows[1][2] == 1 and rows[1][0] >= 8 and rows[1][1] <= _SHORT_ROW
-        return ("rows", *rows) if along else ("reduce",)
-    if not 1 < shape[inner] <= 64:
-        return ("reduce",)
     rows = _rows_of(shape, strides, dtype.itemsize, axes) if dtype in _BLAS_SUMS else None
-    if rows is not None:
-        return ("rows", *rows)
-    return ("einsum", [i for i in range(len(shape)) if i not in axes])
+    if inner in axes:  # along rows
+        along = rows is not None and rows[1][0] >= 8 and rows[1][1] <= _SHORT_ROW
+        return ("rows", *rows) if along else ("reduce",)
+    if not 1 < shape[inner] <= 64:  # across rows, long ones
+        return ("reduce",)
+    return ("rows", *rows) if rows is not None else ("einsum", [i for i in range(len(shape)) if i not in axes])
 
 
 def _rows_of(shape, strides, itemsize, axes):
@@ -523,13 +520,10 @@ def _rows_of(shape, strides, itemsize, axes):
     transpose to memory order, that (outer, summed, inner) shape, the kept axes' shape in memory order,
     the transpose to their order); None where the array is not a transposed C-contiguous one, or the
     summed axes are not one block of its memory."""
-    perm = memory_order(strides)
+    perm = dense_order(shape, strides, itemsize)
+    if perm is None:
+        return None
     laid = [shape[a] for a in perm]
-    step = itemsize
-    for k in reversed(range(len(perm))):
-        if laid[k] > 1 and strides[perm[k]] != step:
-            return None
-        step *= laid[k]
     summed = [k for k, a in enumerate(perm) if a in axes and laid[k] > 1]
     if any(perm[k] not in axes and laid[k] > 1 for k in range(summed[0], summed[-1] + 1)):
         return None

@@ -33,7 +33,7 @@ import numpy as np
 
 from ember.backends.kernels_conv_flat import flat_conv
 from ember.backends.kernels_conv_grads import by_input, by_window, features_first, input_first_pays, window_first_pays
-from ember.backends.strided import inverse_permutation, memory_order, move_axis, out_size, strided_view
+from ember.backends.strided import dense_order, inverse_permutation, memory_order, move_axis, out_size, strided_view
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
@@ -89,8 +89,7 @@ def _in_memory_order(xp, kernel):
 
 def c_order_of(x):
     """The axis order in which strided view `x` is C-contiguous (a transposed array), or None."""
-    perm = memory_order(x.strides)
-    return perm if x.transpose(perm).flags.c_contiguous else None
+    return dense_order(x.shape, x.strides, x.itemsize)
 
 
 # --- padding and strided views ----------------------------------------------------------

@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["inverse_permutation", "memory_order", "move_axis", "out_size", "strided_view"]
+__all__ = ["dense_order", "inverse_permutation", "memory_order", "move_axis", "out_size", "strided_view"]
 
 
 def strided_view(x, shape, strides):
@@ -60,6 +60,25 @@ def memory_order(strides) -> tuple[int, ...]:
     (0, 2, 1)
     """
     return tuple(sorted(range(len(strides)), key=strides.__getitem__, reverse=True))
+
+
+@functools.lru_cache(maxsize=1024)
+def dense_order(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, ...] | None:
+    """`memory_order(strides)` where (shape, byte strides) lay an array out as a transposed C-contiguous
+    one (every element once, no gaps; NumPy's C-contiguity in that order); else None. Kept per layout.
+
+    >>> dense_order((2, 4, 3), (48, 4, 16), 4), dense_order((2, 3), (48, 8), 4)
+    ((0, 2, 1), None)
+    """
+    perm = memory_order(strides)
+    if 0 in shape:
+        return perm
+    step = itemsize
+    for a in reversed(perm):
+        if shape[a] > 1 and strides[a] != step:
+            return None
+        step *= shape[a]
+    return perm
 
 
 @functools.lru_cache(maxsize=256)
